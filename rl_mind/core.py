@@ -1,0 +1,355 @@
+"""Typed tensor containers, actions and actors: the vocabulary every other module speaks.
+
+A :class:`TensorStruct` is a frozen dataclass whose fields are tensors, nested
+``TensorStruct``s, or plain metadata. It behaves like one tensor along its *leading*
+dimension: ``s[index]``, ``len(s)``, ``Cls.cat``, ``Cls.stack``, ``s.to(device)``... act on
+every tensor field at once, so that a batch of transitions is indexed like a tensor while
+each field keeps a name that an editor completes (``batch.action.log_prob``).
+
+What the reader must not get wrong:
+
+- Every *batched* field shares the leading dimension (checked at construction; the error
+  names the field and the sizes). A field declared with ``unbatched()`` (for instance the
+  final observation of an :class:`~rl_mind.data.Episode`) is carried along but is not
+  indexed, concatenated or stacked.
+- Structs are frozen: the only in-place write is ``s.set_(index, value)``, which writes
+  into the existing tensors (used by buffers); rebinding a field is an error.
+- An :class:`Actor` returns an :class:`Action` (or a subclass such as
+  :class:`StochasticAction`) from ``actor(obs)``: the training behaviour. ``actor.act(obs)``
+  is the deterministic evaluation behaviour and returns a plain tensor of actions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union
+
+import torch
+from torch import Tensor, nn
+from typing_extensions import Self
+
+__all__ = [
+    "Action",
+    "ActionT",
+    "Actor",
+    "Observation",
+    "StochasticAction",
+    "TensorStruct",
+    "unbatched",
+]
+
+Index = Union[int, slice, Tensor, Sequence[int]]
+
+
+def unbatched(**kwargs: Any) -> Any:
+    """A dataclass field that is carried along but has no leading (batch or time) dimension.
+
+    Indexing, ``cat`` and ``stack`` leave it as it is (``cat``/``stack`` require it to be
+    equal in every item); ``to``, ``clone``, ``detach`` and ``apply`` still map over it when
+    it is a tensor.
+    """
+    metadata = dict(kwargs.pop("metadata", {}) or {})
+    metadata["unbatched"] = True
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+def _is_batched(field: dataclasses.Field[Any]) -> bool:
+    return not field.metadata.get("unbatched", False)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorStruct:
+    """Base class of frozen dataclasses of tensors with tensor-like operations.
+
+    Subclass it with ``@dataclass(frozen=True)``. Fields may be tensors, nested
+    ``TensorStruct``s, or plain metadata (passed through unchanged). Batched fields (the
+    default) share a leading dimension ``N`` (``[N, ...]``).
+    """
+
+    # Per-class cache of (name, is_batched) pairs, filled on first use.
+    _field_cache: ClassVar[dict[type, tuple[tuple[str, bool], ...]]] = {}
+
+    @classmethod
+    def _fields(cls) -> tuple[tuple[str, bool], ...]:
+        cached = TensorStruct._field_cache.get(cls)
+        if cached is None:
+            cached = tuple((f.name, _is_batched(f)) for f in dataclasses.fields(cls))
+            TensorStruct._field_cache[cls] = cached
+        return cached
+
+    def __post_init__(self) -> None:
+        self._batch_size()
+
+    def _batch_size(self) -> int | None:
+        """The shared leading size of the batched fields (``None`` if there is none)."""
+        size: int | None = None
+        first_name = ""
+        for name, batched in self._fields():
+            if not batched:
+                continue
+            value = getattr(self, name)
+            if isinstance(value, Tensor):
+                if value.dim() == 0:
+                    raise ValueError(
+                        f"{type(self).__name__}.{name}: expected a tensor with a leading "
+                        f"dimension, got a 0-d tensor (scalar); use value.unsqueeze(0) or "
+                        f"declare the field with unbatched()"
+                    )
+                n = value.shape[0]
+            elif isinstance(value, TensorStruct):
+                n_or_none = value._batch_size()
+                if n_or_none is None:
+                    continue
+                n = n_or_none
+            else:
+                continue
+            if size is None:
+                size, first_name = n, name
+            elif n != size:
+                raise ValueError(
+                    f"{type(self).__name__}: fields must share their leading dimension, but "
+                    f"{first_name!r} has {size} and {name!r} has {n}"
+                )
+        return size
+
+    # ------------------------------------------------------------------ construction
+    def _replace_fields(self, fn: Callable[[str, bool, Any], Any]) -> Self:
+        values = {name: fn(name, batched, getattr(self, name)) for name, batched in self._fields()}
+        return type(self)(**values)
+
+    def apply(self, fn: Callable[[Tensor], Tensor]) -> Self:
+        """A new struct with ``fn`` applied to every tensor (nested structs included)."""
+
+        def one(_name: str, _batched: bool, value: Any) -> Any:
+            if isinstance(value, Tensor):
+                return fn(value)
+            if isinstance(value, TensorStruct):
+                return value.apply(fn)
+            return value
+
+        return self._replace_fields(one)
+
+    def _apply_batched(self, fn: Callable[[Tensor], Tensor]) -> Self:
+        """Like :meth:`apply`, on batched fields only (unbatched fields pass through)."""
+
+        def one(_name: str, batched: bool, value: Any) -> Any:
+            if not batched:
+                return value
+            if isinstance(value, Tensor):
+                return fn(value)
+            if isinstance(value, TensorStruct):
+                return value._apply_batched(fn)
+            return value
+
+        return self._replace_fields(one)
+
+    def tensors(self) -> Iterator[Tensor]:
+        """Every tensor of the struct, nested ones included, in field order."""
+        for name, _batched in self._fields():
+            value = getattr(self, name)
+            if isinstance(value, Tensor):
+                yield value
+            elif isinstance(value, TensorStruct):
+                yield from value.tensors()
+
+    # ------------------------------------------------------------------ tensor-like ops
+    def __len__(self) -> int:
+        size = self._batch_size()
+        if size is None:
+            raise TypeError(f"{type(self).__name__} has no batched tensor field, so no length")
+        return size
+
+    def __getitem__(self, index: Index) -> Self:
+        """Index every batched field along the leading dimension.
+
+        ``index`` is an int (the dimension is removed), a slice, a long index tensor or a
+        bool mask of length ``len(self)``.
+        """
+        if isinstance(index, Tensor) and index.dtype == torch.bool:
+            n = len(self)
+            if index.shape != (n,):
+                raise IndexError(
+                    f"{type(self).__name__}: a boolean mask must have shape [{n}], "
+                    f"got {list(index.shape)}"
+                )
+        if isinstance(index, int):
+            n = len(self)
+            if not -n <= index < n:
+                raise IndexError(f"{type(self).__name__}: index {index} out of range for length {n}")
+        return self._apply_batched(lambda t: t[index])
+
+    def set_(self, index: Index, value: Self) -> None:
+        """Write ``value`` into the rows ``index`` of every batched tensor, in place."""
+        if type(value) is not type(self):
+            raise TypeError(
+                f"{type(self).__name__}.set_: expected a {type(self).__name__}, "
+                f"got {type(value).__name__}"
+            )
+        for name, batched in self._fields():
+            if not batched:
+                continue
+            mine, theirs = getattr(self, name), getattr(value, name)
+            if isinstance(mine, Tensor):
+                mine[index] = theirs
+            elif isinstance(mine, TensorStruct):
+                mine.set_(index, theirs)
+
+    @classmethod
+    def _check_items(cls, items: Sequence[Self], op: str) -> None:
+        if len(items) == 0:
+            raise ValueError(f"{cls.__name__}.{op}: expected at least one item, got an empty list")
+        first = type(items[0])
+        for i, item in enumerate(items):
+            if type(item) is not first:
+                raise TypeError(
+                    f"{cls.__name__}.{op}: all items must be of the same type; item 0 is a "
+                    f"{first.__name__} and item {i} is a {type(item).__name__}"
+                )
+        if not issubclass(first, cls):
+            raise TypeError(f"{cls.__name__}.{op}: items are {first.__name__}, not {cls.__name__}")
+
+    @classmethod
+    def _combine(
+        cls, items: Sequence[Self], op: str, combine: Callable[[list[Tensor]], Tensor]
+    ) -> Self:
+        cls._check_items(items, op)
+        struct_type = type(items[0])
+        values: dict[str, Any] = {}
+        for name, batched in struct_type._fields():
+            column = [getattr(item, name) for item in items]
+            first = column[0]
+            if not batched:
+                for i, other in enumerate(column[1:], start=1):
+                    same = (
+                        isinstance(other, Tensor) and torch.equal(first, other)
+                        if isinstance(first, Tensor)
+                        else other == first
+                    )
+                    if not same:
+                        raise ValueError(
+                            f"{struct_type.__name__}.{op}: unbatched field {name!r} differs "
+                            f"between item 0 and item {i}"
+                        )
+                values[name] = first
+            elif isinstance(first, Tensor):
+                for i, other in enumerate(column):
+                    if not isinstance(other, Tensor):
+                        raise TypeError(
+                            f"{struct_type.__name__}.{op}: field {name!r} of item {i} is a "
+                            f"{type(other).__name__}, expected a tensor"
+                        )
+                try:
+                    values[name] = combine(column)
+                except RuntimeError as error:
+                    shapes = [list(t.shape) for t in column]
+                    raise ValueError(
+                        f"{struct_type.__name__}.{op}: field {name!r} has incompatible "
+                        f"shapes {shapes}: {error}"
+                    ) from None
+            elif isinstance(first, TensorStruct):
+                values[name] = type(first)._combine(column, op, combine)
+            else:
+                values[name] = first
+        return struct_type(**values)
+
+    @classmethod
+    def cat(cls, items: Sequence[Self]) -> Self:
+        """Concatenate structs along the leading dimension (``[N1, ...] + [N2, ...]``)."""
+        return cls._combine(items, "cat", lambda ts: torch.cat(ts, dim=0))
+
+    @classmethod
+    def stack(cls, items: Sequence[Self]) -> Self:
+        """Stack structs along a new leading dimension (``K × [N, ...] -> [K, N, ...]``)."""
+        return cls._combine(items, "stack", lambda ts: torch.stack(ts, dim=0))
+
+    def to(self, *args: Any, **kwargs: Any) -> Self:
+        """``tensor.to(...)`` on every tensor (a device, a dtype, or both).
+
+        A dtype only converts floating-point tensors, so that integer actions and bool flags
+        keep their meaning.
+        """
+        dtype_only = (len(args) == 1 and isinstance(args[0], torch.dtype) and not kwargs) or (
+            not args and set(kwargs) == {"dtype"}
+        )
+        if dtype_only:
+            dtype = args[0] if args else kwargs["dtype"]
+            return self.apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+        return self.apply(lambda t: t.to(*args, **kwargs))
+
+    def clone(self) -> Self:
+        """A deep copy of every tensor."""
+        return self.apply(lambda t: t.clone())
+
+    def detach(self) -> Self:
+        """Every tensor detached from the autograd graph (no copy)."""
+        return self.apply(lambda t: t.detach())
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the first tensor field."""
+        for tensor in self.tensors():
+            return tensor.device
+        raise TypeError(f"{type(self).__name__} has no tensor field, so no device")
+
+    def unsqueeze(self, dim: int = 0) -> Self:
+        """Every tensor with a new dimension of size one at ``dim`` (batched fields only)."""
+        return self._apply_batched(lambda t: t.unsqueeze(dim))
+
+    def flatten_leading(self, n_dims: int = 2) -> Self:
+        """Merge the first ``n_dims`` dimensions of every batched tensor (``[T, B, ...] -> [T*B, ...]``)."""
+        return self._apply_batched(lambda t: t.flatten(0, n_dims - 1))
+
+
+Observation = Union[Tensor, TensorStruct]
+"""What an actor receives: a tensor ``[B, obs_dim]`` (or ``[B]`` state indices), or a
+``TensorStruct`` with one field per key for ``Dict`` observation spaces."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Action(TensorStruct):
+    """Actions for ``B`` environments: ``value`` is ``[B]`` (discrete, long) or
+    ``[B, action_dim]`` (continuous, float)."""
+
+    value: Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class StochasticAction(Action):
+    """A sampled action with its log-probability ``log_prob`` ``[B]`` under the policy."""
+
+    log_prob: Tensor
+
+
+ActionT = TypeVar("ActionT", bound=Action)
+"""The type of action an actor produces; it flows through every generic container."""
+
+
+class Actor(nn.Module, Generic[ActionT]):
+    """A policy network: ``actor(obs)`` → ``ActionT`` (training behaviour, e.g. sampling or
+    exploration noise), ``actor.act(obs)`` → actions tensor (deterministic evaluation
+    behaviour; by default ``self(obs).value``, override it for e.g. the arg-max or the mean).
+
+    Subclasses implement :meth:`forward`. ``obs`` is ``[B, obs_dim]`` (``[B]`` state indices
+    for tabular environments, a ``TensorStruct`` for ``Dict`` observations).
+    """
+
+    def forward(self, obs: Observation) -> ActionT:
+        raise NotImplementedError(f"{type(self).__name__}.forward(obs) must return an Action")
+
+    if TYPE_CHECKING:
+
+        def __call__(self, obs: Observation) -> ActionT: ...
+
+    def act(self, obs: Observation) -> Tensor:
+        """The deterministic action ``[B]`` or ``[B, action_dim]`` used for evaluation."""
+        return self(obs).value
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the first parameter or buffer (CPU for a parameter-less actor)."""
+        for tensor in self.parameters():
+            return tensor.device
+        for tensor in self.buffers():
+            return tensor.device
+        return torch.device("cpu")

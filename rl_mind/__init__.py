@@ -4,6 +4,7 @@ Importing the package registers no environment (``import rl_mind.envs`` does), s
 nothing, and imports neither tensorboard nor moviepy (they are imported where used).
 """
 
+# --- core package (core, env, data, collectors, nn)
 from rl_mind.core import (
     Action,
     ActionT,
@@ -14,9 +15,16 @@ from rl_mind.core import (
     unbatched,
 )
 
+# --- evaluation and notebook helpers
+
+# --- practicals (checks)
+
+# --- self-play
+
 __version__ = "0.5.0"
 
 __all__ = [
+    # core package
     "Action",
     "ActionT",
     "Actor",
@@ -24,4 +32,7 @@ __all__ = [
     "StochasticAction",
     "TensorStruct",
     "unbatched",
+    # evaluation and notebook helpers
+    # practicals (checks)
+    # self-play
 ]

@@ -176,7 +176,9 @@ class TensorStruct:
         if isinstance(index, int):
             n = len(self)
             if not -n <= index < n:
-                raise IndexError(f"{type(self).__name__}: index {index} out of range for length {n}")
+                raise IndexError(
+                    f"{type(self).__name__}: index {index} out of range for length {n}"
+                )
         return self._apply_batched(lambda t: t[index])
 
     def set_(self, index: Index, value: Self) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -39,7 +39,7 @@ __all__ = [
     "unbatched",
 ]
 
-Index = Union[int, slice, Tensor, Sequence[int]]
+Index: TypeAlias = int | slice | Tensor | Sequence[int]
 
 
 def unbatched(**kwargs: Any) -> Any:
@@ -303,7 +303,7 @@ class TensorStruct:
         return self._apply_batched(lambda t: t.flatten(0, n_dims - 1))
 
 
-Observation = Union[Tensor, TensorStruct]
+Observation: TypeAlias = Tensor | TensorStruct
 """What an actor receives: a tensor ``[B, obs_dim]`` (or ``[B]`` state indices), or a
 ``TensorStruct`` with one field per key for ``Dict`` observation spaces."""
 

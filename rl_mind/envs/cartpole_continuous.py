@@ -68,7 +68,8 @@ class CartPoleContinuousEnv(CartPoleEnv):
         if not terminated:
             reward = 1.0
         elif self.steps_beyond_terminated is None:
-            self.steps_beyond_terminated = 0
+            # gymnasium annotates this counter as None only; it is an int after the fall.
+            self.steps_beyond_terminated = 0  # type: ignore[assignment]
             reward = 1.0
         else:
             self.steps_beyond_terminated += 1

@@ -1,0 +1,294 @@
+"""What learning code consumes: transitions, a replay buffer, episodes, rollouts, minibatches.
+
+- :class:`Transitions` ``[N]``: independent ``(s, a, r, s', terminated)`` samples for
+  off-policy learning (DQN, DDPG, TD3, SAC), stored in a :class:`ReplayBuffer`.
+- :class:`Episode` ``[T]``: one whole episode, for Monte-Carlo returns (REINFORCE).
+- :class:`Rollout` ``[T, B]``: a fixed-length on-policy segment of ``B`` copies (A2C, PPO).
+
+What the reader must not get wrong: a transition only records ``terminated``. A truncated
+transition (time limit) is a perfectly normal transition whose ``next_obs`` is the true last
+observation, so the target bootstraps from it. A ``Rollout`` keeps ``truncated`` too,
+because returns and GAE must stop at every episode boundary but bootstrap only at
+truncations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar, overload
+
+import torch
+from torch import Tensor
+
+from rl_mind.core import ActionT, Observation, TensorStruct, unbatched
+
+__all__ = ["Episode", "ReplayBuffer", "Rollout", "Transitions", "minibatches"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Transitions(TensorStruct, Generic[ActionT]):
+    """A flat batch of ``N`` transitions.
+
+    - ``obs``: ``[N, ...]`` the observation acted on.
+    - ``action``: the action taken (``action.value`` ``[N]`` or ``[N, action_dim]``).
+    - ``reward``: ``[N]`` float32.
+    - ``next_obs``: ``[N, ...]`` the true successor of ``obs`` (the final observation at the
+      end of an episode, never the first observation of the next one).
+    - ``terminated``: ``[N]`` bool, ``next_obs`` is terminal (its value is 0).
+    """
+
+    obs: Observation
+    action: ActionT
+    reward: Tensor
+    next_obs: Observation
+    terminated: Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class Episode(TensorStruct, Generic[ActionT]):
+    """One whole episode of ``T`` steps.
+
+    - ``obs``: ``[T, ...]`` the observations acted on, ``s_0 … s_{T-1}``.
+    - ``action``: ``[T]`` (or ``[T, action_dim]``) the actions taken.
+    - ``reward``: ``[T]`` float32, ``r_1 … r_T``.
+    - ``final_obs``: ``[...]`` the last observation ``s_T`` (no time dimension).
+    - ``terminated``: ``True`` if ``s_T`` is terminal, ``False`` if the episode was truncated.
+    """
+
+    obs: Observation
+    action: ActionT
+    reward: Tensor
+    final_obs: Observation = unbatched()
+    terminated: bool = unbatched(default=False)
+
+    @property
+    def cumulated_reward(self) -> float:
+        """The undiscounted return ``r_1 + … + r_T``."""
+        return float(self.reward.sum())
+
+    @property
+    def all_obs(self) -> Observation:
+        """``[T + 1, ...]``: ``obs`` with ``final_obs`` appended, so that
+        ``critic(ep.all_obs)`` gives ``V(s_0) … V(s_T)``."""
+        final = self.final_obs
+        if isinstance(self.obs, Tensor):
+            if not isinstance(final, Tensor):
+                raise TypeError("Episode.final_obs must be a tensor when obs is a tensor")
+            return torch.cat([self.obs, final.unsqueeze(0)])
+        if not isinstance(final, TensorStruct):
+            raise TypeError("Episode.final_obs must be a TensorStruct when obs is one")
+        return type(self.obs).cat([self.obs, final.unsqueeze(0)])
+
+
+@dataclasses.dataclass(frozen=True)
+class Rollout(TensorStruct, Generic[ActionT]):
+    """``T`` consecutive steps of ``B`` copies, every step a valid transition.
+
+    Fields are ``[T, B, ...]``: ``obs``, ``action``, ``reward``, ``next_obs`` (the true
+    successor, the final observation at an episode end), ``terminated`` and ``truncated``
+    (bool). An episode boundary may fall anywhere inside the rollout: at a ``done`` step the
+    next row's ``obs`` starts a new episode.
+    """
+
+    obs: Observation
+    action: ActionT
+    reward: Tensor
+    next_obs: Observation
+    terminated: Tensor
+    truncated: Tensor
+
+    @property
+    def done(self) -> Tensor:
+        """``[T, B]`` bool: the episode ended at this step (terminated or truncated)."""
+        return self.terminated | self.truncated
+
+    def flatten(self) -> Rollout[ActionT]:
+        """The same steps as a flat batch ``[T * B, ...]`` (row ``t * B + b``)."""
+        if self.reward.dim() < 2:
+            raise ValueError(
+                f"Rollout.flatten expects [T, B] fields, reward has shape {list(self.reward.shape)}"
+            )
+        return self.flatten_leading(2)
+
+
+StructT = TypeVar("StructT", bound=TensorStruct)
+
+
+class ReplayBuffer(Generic[ActionT]):
+    """A ring buffer of :class:`Transitions` with uniform sampling (with replacement).
+
+    Storage is allocated on the first ``add``, from the incoming shapes and dtypes, on
+    ``device`` (default: CPU). When full, each ``add`` overwrites the oldest items; an
+    ``add`` larger than ``capacity`` keeps its newest ``capacity`` items.
+    """
+
+    def __init__(self, capacity: int, device: torch.device | str | None = None) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
+            raise ValueError(f"ReplayBuffer capacity must be a positive int, got {capacity!r}")
+        self.capacity = capacity
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self._template: Transitions[ActionT] | None = None
+        self._storage: list[Tensor] = []
+        self._layout: list[tuple[tuple[int, ...], torch.dtype]] = []
+        self._position = 0  # where the next item goes
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _allocate(self, transitions: Transitions[ActionT], leaves: list[Tensor]) -> None:
+        self._template = transitions
+        self._layout = [(tuple(t.shape[1:]), t.dtype) for t in leaves]
+        self._storage = [
+            torch.empty((self.capacity, *shape), dtype=dtype, device=self.device)
+            for shape, dtype in self._layout
+        ]
+
+    def _check(self, transitions: Transitions[ActionT], leaves: list[Tensor]) -> None:
+        template = self._template
+        if template is None:
+            return
+        if type(transitions) is not type(template) or type(transitions.action) is not type(
+            template.action
+        ):
+            raise TypeError(
+                f"ReplayBuffer stores {type(template).__name__} with "
+                f"{type(template.action).__name__}, got {type(transitions).__name__} with "
+                f"{type(transitions.action).__name__}"
+            )
+        if len(leaves) != len(self._layout):
+            raise ValueError(
+                f"ReplayBuffer: expected {len(self._layout)} tensors per transition "
+                f"(as in the first add), got {len(leaves)}"
+            )
+        for i, (leaf, (shape, dtype)) in enumerate(zip(leaves, self._layout)):
+            if leaf.shape[1:] != shape or leaf.dtype != dtype:
+                raise ValueError(
+                    f"ReplayBuffer: {self._leaf_name(i)} has per-item shape "
+                    f"{list(leaf.shape[1:])} and dtype {leaf.dtype}, but the buffer stores "
+                    f"{list(shape)} {dtype} (set by the first add)"
+                )
+
+    def _leaf_name(self, i: int) -> str:
+        names: list[str] = []
+
+        def walk(struct: TensorStruct, prefix: str) -> None:
+            for name, _batched in struct._fields():
+                value = getattr(struct, name)
+                if isinstance(value, Tensor):
+                    names.append(prefix + name)
+                elif isinstance(value, TensorStruct):
+                    walk(value, f"{prefix}{name}.")
+
+        if self._template is not None:
+            walk(self._template, "")
+        return f"field {names[i]!r}" if i < len(names) else f"tensor {i}"
+
+    def add(self, transitions: Transitions[ActionT]) -> None:
+        """Append ``N`` transitions (``[N, ...]``), overwriting the oldest when full."""
+        if not isinstance(transitions, Transitions):
+            raise TypeError(
+                f"ReplayBuffer.add expects Transitions, got {type(transitions).__name__}"
+            )
+        leaves = list(transitions.tensors())
+        n = leaves[0].shape[0] if leaves else 0
+        if self._template is None:
+            self._allocate(transitions, leaves)
+        else:
+            self._check(transitions, leaves)
+        if n == 0:
+            return
+        capacity = self.capacity
+        if n > capacity:  # keep the newest `capacity` items
+            leaves = [leaf[n - capacity :] for leaf in leaves]
+            n = capacity
+        start = self._position
+        end = start + n
+        if end <= capacity:
+            for store, leaf in zip(self._storage, leaves):
+                store[start:end] = leaf
+        else:
+            first = capacity - start
+            for store, leaf in zip(self._storage, leaves):
+                store[start:] = leaf[:first]
+                store[: n - first] = leaf[first:]
+        self._position = end % capacity
+        self._size = min(self._size + n, capacity)
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator | None = None
+    ) -> Transitions[ActionT]:
+        """``batch_size`` transitions drawn uniformly with replacement, on the buffer's device."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"sample: batch_size must be a positive int, got {batch_size!r}")
+        if self._size == 0 or self._template is None:
+            raise ValueError("sample: the replay buffer is empty; add transitions first")
+        device = generator.device if generator is not None else self.device
+        index = torch.randint(0, self._size, (batch_size,), generator=generator, device=device)
+        if index.device != self.device:
+            index = index.to(self.device)
+        leaves = iter([store[index] for store in self._storage])
+        return self._template.apply(lambda _: next(leaves))
+
+
+def _leading_size(data: Any) -> int:
+    if isinstance(data, Tensor):
+        if data.dim() == 0:
+            raise ValueError("minibatches: expected tensors with a leading dimension, got a scalar")
+        return int(data.shape[0])
+    if isinstance(data, TensorStruct):
+        return len(data)
+    raise TypeError(
+        f"minibatches expects a tensor, a TensorStruct or a tuple of them, got {type(data).__name__}"
+    )
+
+
+@overload
+def minibatches(
+    data: StructT, batch_size: int, shuffle: bool = True, generator: torch.Generator | None = None
+) -> Iterator[StructT]: ...
+@overload
+def minibatches(
+    data: Tensor, batch_size: int, shuffle: bool = True, generator: torch.Generator | None = None
+) -> Iterator[Tensor]: ...
+@overload
+def minibatches(
+    data: tuple[Any, ...],
+    batch_size: int,
+    shuffle: bool = True,
+    generator: torch.Generator | None = None,
+) -> Iterator[tuple[Any, ...]]: ...
+def minibatches(
+    data: Any, batch_size: int, shuffle: bool = True, generator: torch.Generator | None = None
+) -> Iterator[Any]:
+    """Split ``data`` (``[N, ...]``) into minibatches of ``batch_size`` rows (the last may be
+    smaller); one pass yields every row exactly once, in random order if ``shuffle``.
+
+    ``data`` is a tensor, a ``TensorStruct`` (e.g. ``rollout.flatten()``) or a tuple of them
+    with the same leading size (e.g. ``(batch, advantages, returns)``); each minibatch has the
+    same structure.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"minibatches: batch_size must be a positive int, got {batch_size!r}")
+    items = data if isinstance(data, tuple) else (data,)
+    if len(items) == 0:
+        raise ValueError("minibatches: got an empty tuple, expected at least one tensor or struct")
+    sizes = [_leading_size(item) for item in items]
+    if len(set(sizes)) != 1:
+        raise ValueError(f"minibatches: all items must share their leading size, got {sizes}")
+    n = sizes[0]
+    device = items[0].device
+    if shuffle:
+        order = torch.randperm(
+            n, generator=generator, device=generator.device if generator else "cpu"
+        )
+        order = order.to(device)
+    else:
+        order = torch.arange(n, device=device)
+    for start in range(0, n, batch_size):
+        index = order[start : start + batch_size]
+        if isinstance(data, tuple):
+            yield tuple(item[index] for item in items)
+        else:
+            yield data[index]

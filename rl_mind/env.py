@@ -1,0 +1,479 @@
+"""The vectorized environment: ``B`` copies of a gymnasium environment that speak torch.
+
+:class:`VecEnv` wraps gymnasium's own vector API (``gymnasium.make_vec``), so a natively
+vectorized environment (one registered with a ``vector_entry_point``) steps all its copies
+with array operations, and every other environment runs its copies in one process
+(``sync``) or in subprocesses (``asynchronous=True``).
+
+Why two auto-reset modes (gymnasium's ``AutoresetMode``):
+
+- **Next-step** (default, ``same_step_reset=False``): the step that ends an episode returns
+  that episode's final observation; the *next* ``step`` ignores its action for that copy
+  and returns the first observation of a new episode (reward 0, not done). Such a row is
+  flagged in ``EnvStep.autoreset`` and is not a transition: collectors drop it.
+- **Same-step** (``same_step_reset=True``): the ending step already returns the new
+  episode's first observation in ``obs`` and the final observation in ``next_obs``. Every
+  step is a valid transition, which is what fixed-length ``[T, B]`` rollouts need.
+
+What the reader must not get wrong: ``terminated`` means the episode reached a terminal
+state (its value is 0: do not bootstrap); ``truncated`` means it was cut short, e.g. by a
+time limit (bootstrap from ``next_obs``, the true last observation). ``obs`` is what to act
+on next; ``next_obs`` is always the true successor of the observation that was acted on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from torch import Tensor
+
+from rl_mind.core import Action, Observation, TensorStruct
+
+__all__ = ["EnvStep", "VecEnv"]
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvStep(TensorStruct):
+    """What ``VecEnv.step`` returns, one row per copy.
+
+    - ``obs``: ``[B, ...]`` the observation to act on next (after an auto-reset: the first
+      observation of the new episode).
+    - ``next_obs``: ``[B, ...]`` the true successor of the observation that was acted on
+      (at the end of an episode: its final observation).
+    - ``reward``: ``[B]`` float32.
+    - ``terminated``: ``[B]`` bool, a terminal state was reached (no bootstrap).
+    - ``truncated``: ``[B]`` bool, the episode was cut short (bootstrap from ``next_obs``).
+    - ``autoreset``: ``[B]`` bool, next-step mode only: this row ignored its action and
+      reset the copy, so it is not a transition (always false in same-step mode).
+    """
+
+    obs: Observation
+    next_obs: Observation
+    reward: Tensor
+    terminated: Tensor
+    truncated: Tensor
+    autoreset: Tensor
+
+    @property
+    def done(self) -> Tensor:
+        """``[B]`` bool: the episode ended at this step (terminated or truncated)."""
+        return self.terminated | self.truncated
+
+
+_STRUCT_CLASSES: dict[tuple[str, ...], type[TensorStruct]] = {}
+
+
+def _dict_struct_class(keys: tuple[str, ...]) -> type[TensorStruct]:
+    """A ``TensorStruct`` subclass with one field per key of a ``Dict`` space (cached)."""
+    cls = _STRUCT_CLASSES.get(keys)
+    if cls is None:
+        for key in keys:
+            if not key.isidentifier():
+                raise ValueError(
+                    f"Dict observation key {key!r} is not a valid Python identifier, so it "
+                    f"cannot become a field; rename it with a gymnasium observation wrapper"
+                )
+        cls = dataclasses.make_dataclass(
+            "DictObservation",
+            [(key, Any) for key in keys],
+            bases=(TensorStruct,),
+            frozen=True,
+        )
+        cls.__module__ = __name__
+        _STRUCT_CLASSES[keys] = cls
+    return cls
+
+
+class _Converter:
+    """numpy (gymnasium) observations -> torch, for one observation space."""
+
+    def __init__(self, space: spaces.Space[Any], device: torch.device) -> None:
+        self.space = space
+        self.device = device
+        if isinstance(space, spaces.Dict):
+            self.children = {key: _Converter(sub, device) for key, sub in space.spaces.items()}
+            self.struct = _dict_struct_class(tuple(space.spaces))
+        elif isinstance(space, spaces.Box):
+            self.dtype = torch.float32 if np.issubdtype(space.dtype, np.floating) else None
+        elif isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+            self.dtype = torch.long
+        else:
+            raise TypeError(
+                f"VecEnv supports Box, Discrete, MultiDiscrete, MultiBinary and Dict "
+                f"observation spaces, got {space}"
+            )
+
+    def __call__(self, batch: Any) -> Observation:
+        if isinstance(self.space, spaces.Dict):
+            return self.struct(**{key: conv(batch[key]) for key, conv in self.children.items()})
+        array = np.ascontiguousarray(batch)
+        if not array.flags.writeable:
+            array = array.copy()
+        tensor = torch.from_numpy(array)
+        if self.dtype is not None and tensor.dtype != self.dtype:
+            tensor = tensor.to(self.dtype)
+        if self.device.type != "cpu":
+            tensor = tensor.to(self.device)
+        return tensor
+
+    def rows(self, items: Sequence[Any]) -> Observation:
+        """Convert a list of single-copy observations (gymnasium's ``final_obs`` entries)."""
+        if isinstance(self.space, spaces.Dict):
+            return self.struct(
+                **{
+                    key: conv.rows([item[key] for item in items])
+                    for key, conv in self.children.items()
+                }
+            )
+        return self(np.stack([np.asarray(item) for item in items]))
+
+
+def _replace_rows(batch: Observation, mask: Tensor, rows: Observation) -> Observation:
+    """A copy of ``batch`` whose rows ``mask`` are ``rows`` (in order)."""
+    if isinstance(batch, Tensor):
+        out = batch.clone()
+        out[mask] = rows.to(batch.dtype) if isinstance(rows, Tensor) else rows  # type: ignore[assignment]
+        return out
+    out_struct = batch.clone()
+    index = mask.nonzero().squeeze(1)
+    out_struct.set_(index, rows)  # type: ignore[arg-type]
+    return out_struct
+
+
+def _accepts_kwarg(creator: Any, name: str) -> bool:
+    try:
+        parameters = inspect.signature(creator).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+class VecEnv:
+    """``num_envs`` copies of a gymnasium environment, stepped together, in torch tensors.
+
+    Args:
+        env_name: a registered gymnasium id (``"CartPole-v1"``, ``"rl_mind/PongDuel-v0"``).
+        num_envs: the number of copies ``B``.
+        seed: seeds copy ``i`` with ``seed + i`` at the first ``reset`` (and the action
+            space), so that runs are reproducible.
+        same_step_reset: the auto-reset mode (see the module docstring). Required by
+            :class:`~rl_mind.collectors.RolloutCollector`.
+        wrappers: gymnasium wrapper constructors applied to each copy (this disables
+            native vectorization).
+        asynchronous: run each copy in its own subprocess (for slow environments).
+        device: where the returned tensors live (actions may come from any device).
+        **env_kwargs: passed to the environment's constructor (e.g. ``render_mode``).
+
+    ``reset()`` returns observations ``[B, obs_dim]`` (float32 for ``Box``; ``[B]`` long
+    state indices for ``Discrete``; a ``TensorStruct`` with one field per key for ``Dict``),
+    ``step(actions)`` an :class:`EnvStep`.
+    """
+
+    def __init__(
+        self,
+        env_name: str,
+        num_envs: int,
+        seed: int | None = None,
+        same_step_reset: bool = False,
+        wrappers: Sequence[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]] = (),
+        *,
+        asynchronous: bool = False,
+        device: torch.device | str | None = None,
+        **env_kwargs: Any,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if not isinstance(env_name, str):
+            raise TypeError(f"env_name must be a gymnasium id (str), got {type(env_name).__name__}")
+        self._env_name = env_name
+        self._num_envs = num_envs
+        self._seed = seed
+        self._same_step_reset = bool(same_step_reset)
+        self._device = torch.device(device) if device is not None else torch.device("cpu")
+        mode = AutoresetMode.SAME_STEP if same_step_reset else AutoresetMode.NEXT_STEP
+        self._autoreset_mode = mode
+
+        try:
+            spec = gym.spec(env_name)
+        except gym.error.Error as error:
+            raise ValueError(f"unknown environment id {env_name!r}: {error}") from None
+
+        self._gym_env = self._make(spec, mode, list(wrappers), asynchronous, env_kwargs)
+        self._observation_space = self._gym_env.single_observation_space
+        self._action_space = self._gym_env.single_action_space
+        self._convert = _Converter(self._observation_space, self._device)
+        if isinstance(self._action_space, spaces.Discrete):
+            self._action_low = int(self._action_space.start)
+            self._action_high = int(self._action_space.start + self._action_space.n)
+        elif not isinstance(self._action_space, spaces.Box):
+            raise TypeError(
+                f"VecEnv supports Discrete and Box action spaces, got {self._action_space}"
+            )
+        # next-step mode: copies whose next step is an auto-reset (their last step ended)
+        self._pending_reset = np.zeros(num_envs, dtype=bool)
+        self._no_reset = torch.zeros(num_envs, dtype=torch.bool, device=self._device)
+        self._needs_reset = True
+        self._closed = False
+        if seed is not None:
+            self._action_space.seed(seed)
+
+    def _make(
+        self,
+        spec: gym.envs.registration.EnvSpec,
+        mode: AutoresetMode,
+        wrappers: list[Any],
+        asynchronous: bool,
+        env_kwargs: dict[str, Any],
+    ) -> VectorEnv[Any, Any, Any]:
+        if spec.vector_entry_point is not None and not wrappers and not asynchronous:
+            creator = spec.vector_entry_point
+            if isinstance(creator, str):
+                creator = gym.envs.registration.load_env_creator(creator)
+            kwargs = dict(env_kwargs)
+            if _accepts_kwarg(creator, "autoreset_mode"):
+                kwargs["autoreset_mode"] = mode
+            env = gym.make_vec(spec.id, self._num_envs, "vector_entry_point", **kwargs)
+            if env.metadata.get("autoreset_mode") == mode:
+                self._vectorization_mode = "vector_entry_point"
+                return env
+            env.close()  # its auto-reset mode is not the one asked for: fall back to sync
+        vectorization_mode = "async" if asynchronous else "sync"
+        self._vectorization_mode = vectorization_mode
+        return gym.make_vec(
+            spec.id,
+            self._num_envs,
+            vectorization_mode,
+            vector_kwargs={"autoreset_mode": mode},
+            wrappers=wrappers,
+            **env_kwargs,
+        )
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def num_envs(self) -> int:
+        """The number of copies ``B``."""
+        return self._num_envs
+
+    @property
+    def env_name(self) -> str:
+        return self._env_name
+
+    @property
+    def same_step_reset(self) -> bool:
+        """True in same-step auto-reset mode, False in next-step mode."""
+        return self._same_step_reset
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the returned tensors."""
+        return self._device
+
+    @property
+    def vectorization_mode(self) -> str:
+        """``"vector_entry_point"`` (natively vectorized), ``"sync"`` or ``"async"``."""
+        return self._vectorization_mode
+
+    @property
+    def observation_space(self) -> spaces.Space[Any]:
+        """The observation space of one copy."""
+        return self._observation_space
+
+    @property
+    def action_space(self) -> spaces.Space[Any]:
+        """The action space of one copy."""
+        return self._action_space
+
+    @property
+    def observation_dim(self) -> int:
+        """The size of a flat ``Box`` observation."""
+        space = self._observation_space
+        if not isinstance(space, spaces.Box):
+            raise TypeError(
+                f"observation_dim is defined for Box observation spaces, this environment has "
+                f"{space}" + (" (use n_states)" if isinstance(space, spaces.Discrete) else "")
+            )
+        return int(np.prod(space.shape))
+
+    @property
+    def n_states(self) -> int:
+        """The number of states of a tabular (``Discrete``) observation space."""
+        space = self._observation_space
+        if not isinstance(space, spaces.Discrete):
+            raise TypeError(f"n_states is defined for Discrete observation spaces, got {space}")
+        return int(space.n)
+
+    @property
+    def is_continuous(self) -> bool:
+        """True for a ``Box`` action space, False for ``Discrete``."""
+        return isinstance(self._action_space, spaces.Box)
+
+    @property
+    def n_actions(self) -> int:
+        """The number of discrete actions."""
+        if not isinstance(self._action_space, spaces.Discrete):
+            raise TypeError(
+                f"n_actions is defined for Discrete action spaces, got {self._action_space} "
+                f"(use action_dim)"
+            )
+        return int(self._action_space.n)
+
+    @property
+    def action_dim(self) -> int:
+        """The size of a continuous (``Box``) action."""
+        if not isinstance(self._action_space, spaces.Box):
+            raise TypeError(
+                f"action_dim is defined for Box action spaces, got {self._action_space} "
+                f"(use n_actions)"
+            )
+        return int(np.prod(self._action_space.shape))
+
+    @property
+    def gym_env(self) -> VectorEnv[Any, Any, Any]:
+        """The underlying gymnasium ``VectorEnv``."""
+        return self._gym_env
+
+    @property
+    def gym_unwrapped(self) -> Any:
+        """The unwrapped environment: the first copy, or the native vector environment."""
+        env = self._gym_env
+        if hasattr(env, "envs"):
+            return env.envs[0].unwrapped
+        return env.unwrapped
+
+    # ------------------------------------------------------------------ stepping
+    def reset(self, seed: int | None = None) -> Observation:
+        """Reset every copy; returns the first observations ``[B, ...]``.
+
+        ``seed`` (or, at the first reset, the constructor's seed) seeds copy ``i`` with
+        ``seed + i``.
+        """
+        self._check_open()
+        if seed is None and self._needs_reset:
+            seed = self._seed
+        obs, _info = self._gym_env.reset(seed=seed)
+        self._pending_reset[:] = False
+        self._needs_reset = False
+        return self._convert(obs)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"VecEnv({self._env_name!r}) is closed")
+
+    def _to_numpy_actions(self, actions: Tensor | Action) -> np.ndarray:
+        if isinstance(actions, Action):
+            actions = actions.value
+        if not isinstance(actions, Tensor):
+            raise TypeError(
+                f"step expects a tensor of actions or an Action, got {type(actions).__name__}"
+            )
+        actions = actions.detach()
+        B = self._num_envs
+        if self.is_continuous:
+            shape = (B, *self._action_space.shape)  # type: ignore[misc]
+            if tuple(actions.shape) != shape:
+                if tuple(actions.shape) == (B,) and shape == (B, 1):
+                    hint = " (a [B] tensor: use actions.unsqueeze(-1))"
+                else:
+                    hint = ""
+                raise ValueError(
+                    f"expected continuous actions of shape {list(shape)} "
+                    f"([num_envs, action_dim]), got {list(actions.shape)}{hint}"
+                )
+            if not actions.is_floating_point():
+                raise ValueError(
+                    f"expected floating-point continuous actions, got dtype {actions.dtype}"
+                )
+            if not bool(torch.isfinite(actions).all()):
+                raise ValueError(
+                    f"continuous actions must be finite, got non-finite values in rows "
+                    f"{(~torch.isfinite(actions)).flatten(1).any(1).nonzero().flatten().tolist()}"
+                )
+            array = actions.cpu().numpy()
+            return array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
+        # discrete
+        if tuple(actions.shape) != (B,):
+            hint = " (squeeze the last dimension)" if tuple(actions.shape) == (B, 1) else ""
+            raise ValueError(
+                f"expected discrete actions of shape [{B}] ([num_envs]), "
+                f"got {list(actions.shape)}{hint}"
+            )
+        if actions.is_floating_point() or actions.is_complex() or actions.dtype == torch.bool:
+            raise ValueError(
+                f"expected integer discrete actions (torch.long), got dtype {actions.dtype}; "
+                f"use actions.long() if the values are whole numbers"
+            )
+        low, high = self._action_low, self._action_high
+        if bool(((actions < low) | (actions >= high)).any()):
+            raise ValueError(
+                f"discrete actions must lie in [{low}, {high - 1}], got {actions.tolist()}"
+            )
+        return actions.cpu().numpy().astype(np.int64, copy=False)
+
+    def step(self, actions: Tensor | Action) -> EnvStep:
+        """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float).
+
+        Bad actions raise a ``ValueError`` before anything reaches gymnasium.
+        """
+        self._check_open()
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
+        array = self._to_numpy_actions(actions)
+        obs_np, reward_np, terminated_np, truncated_np, info = self._gym_env.step(array)
+        obs = self._convert(obs_np)
+        device = self._device
+        reward = torch.as_tensor(reward_np, dtype=torch.float32, device=device)
+        terminated = torch.as_tensor(terminated_np, dtype=torch.bool, device=device)
+        truncated = torch.as_tensor(truncated_np, dtype=torch.bool, device=device)
+        done_np = np.logical_or(terminated_np, truncated_np)
+        if self._same_step_reset:
+            autoreset = self._no_reset
+            next_obs = obs
+            if done_np.any():
+                mask_np = info.get("_final_obs", done_np)
+                final = info["final_obs"]
+                if isinstance(final, np.ndarray) and final.dtype != object:
+                    rows = self._convert(final[mask_np])
+                elif isinstance(final, dict):  # Dict space, natively vectorized
+                    rows = self._convert({k: v[mask_np] for k, v in final.items()})
+                else:
+                    rows = self._convert.rows(list(final[mask_np]))
+                mask = torch.as_tensor(mask_np, dtype=torch.bool, device=device)
+                next_obs = _replace_rows(obs, mask, rows)
+        else:
+            next_obs = obs
+            if self._pending_reset.any():
+                autoreset = torch.as_tensor(self._pending_reset.copy(), device=device)
+            else:
+                autoreset = self._no_reset
+            self._pending_reset = done_np
+        return EnvStep(obs, next_obs, reward, terminated, truncated, autoreset)
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Close every copy (and subprocesses in asynchronous mode). Idempotent."""
+        if not self._closed:
+            self._gym_env.close()
+            self._closed = True
+
+    def __enter__(self) -> VecEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "same-step" if self._same_step_reset else "next-step"
+        return (
+            f"VecEnv({self._env_name!r}, num_envs={self._num_envs}, {mode} reset, "
+            f"{self._vectorization_mode})"
+        )

@@ -5,6 +5,7 @@ nothing, and imports neither tensorboard nor moviepy (they are imported where us
 """
 
 # --- core package (core, env, data, collectors, nn)
+from rl_mind.collectors import EpisodeCollector, RolloutCollector, TransitionCollector
 from rl_mind.core import (
     Action,
     ActionT,
@@ -14,6 +15,9 @@ from rl_mind.core import (
     TensorStruct,
     unbatched,
 )
+from rl_mind.data import Episode, ReplayBuffer, Rollout, Transitions, minibatches
+from rl_mind.env import EnvStep, VecEnv
+from rl_mind.nn import build_mlp, soft_update
 
 # --- evaluation and notebook helpers
 
@@ -28,9 +32,21 @@ __all__ = [
     "Action",
     "ActionT",
     "Actor",
+    "EnvStep",
+    "Episode",
+    "EpisodeCollector",
     "Observation",
+    "ReplayBuffer",
+    "Rollout",
+    "RolloutCollector",
     "StochasticAction",
     "TensorStruct",
+    "TransitionCollector",
+    "Transitions",
+    "VecEnv",
+    "build_mlp",
+    "minibatches",
+    "soft_update",
     "unbatched",
     # evaluation and notebook helpers
     # practicals (checks)

@@ -1,0 +1,359 @@
+"""Collectors: run an actor in a :class:`~rl_mind.env.VecEnv` and hand back learning data.
+
+==================  ====================  ======================  =====================
+                    TransitionCollector   EpisodeCollector        RolloutCollector
+==================  ====================  ======================  =====================
+``collect(n)``      ``n`` steps           ``n`` episodes (≥)      ``n`` steps
+returns             ``Transitions``       ``list[Episode]``       ``Rollout [n, B]``
+                    ``[≤ n·B]``
+for                 DQN, DDPG, TD3, SAC   REINFORCE               A2C, PPO
+reset mode          either (next-step:    either                  same-step only
+                    reset rows dropped)
+environment state   kept across calls     reset at each call      kept across calls
+==================  ====================  ======================  =====================
+
+Every collector runs the actor under ``torch.no_grad()`` (data is recorded, not
+differentiated: the loss recomputes what needs gradients), moves observations to the
+actor's device, counts the recorded environment steps in ``.steps``, and reports the
+returns and lengths of the episodes that *ended* during the last ``collect`` in
+``.episode_returns`` / ``.episode_lengths`` (for training-progress logs).
+
+What the reader must not get wrong: the per-step loop only calls the actor and the
+environment and keeps references; all bookkeeping (dropping reset rows, episode returns,
+splitting episodes) is done once per ``collect`` with tensor operations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Generic
+
+import torch
+from torch import Tensor, nn
+
+from rl_mind.core import Action, ActionT, Observation, TensorStruct
+from rl_mind.data import Episode, Rollout, Transitions
+from rl_mind.env import EnvStep, VecEnv
+
+__all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
+
+Policy = Callable[[Observation], ActionT]
+
+
+def _check_count(name: str, n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise ValueError(f"collect: {name} must be a positive int, got {n!r}")
+
+
+def _stack(items: list[Any]) -> Any:
+    """Stack a list of tensors or structs along a new leading (time) dimension."""
+    first = items[0]
+    if isinstance(first, Tensor):
+        return torch.stack(items)
+    return type(first).stack(items)
+
+
+def _to_device(obs: Observation, device: torch.device | None) -> Observation:
+    if device is None or obs.device == device:
+        return obs
+    return obs.to(device)
+
+
+def _policy_device(actor: Any) -> torch.device | None:
+    if isinstance(actor, nn.Module):
+        for tensor in actor.parameters():
+            return tensor.device
+        for tensor in actor.buffers():
+            return tensor.device
+    return None
+
+
+def _episode_stats(
+    reward: Tensor, done: Tensor, counted: Tensor, carry_return: Tensor, carry_length: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Returns and lengths of the episodes that end in a ``[T, B]`` segment.
+
+    ``counted`` marks the real steps (not next-step reset rows); ``carry_*`` ``[B]`` are the
+    return and length accumulated before the segment by episodes still running. Returns the
+    finished episodes' returns, lengths and end times (ordered by copy, then time) and the
+    new carries.
+    """
+    reward_bt = (reward * counted).t().double()  # [B, T]
+    count_bt = counted.t().long()
+    cum_return = reward_bt.cumsum(1) + carry_return.double().unsqueeze(1)
+    cum_length = count_bt.cumsum(1) + carry_length.unsqueeze(1)
+    done_bt = done.t() & counted.t()
+    copy_index, time_index = done_bt.nonzero(as_tuple=True)
+    end_return = cum_return[copy_index, time_index]
+    end_length = cum_length[copy_index, time_index]
+    # an episode starts after the previous end in the same copy (or at the carry)
+    same_copy = torch.zeros_like(copy_index, dtype=torch.bool)
+    same_copy[1:] = copy_index[1:] == copy_index[:-1]
+    previous_return = torch.zeros_like(end_return)
+    previous_length = torch.zeros_like(end_length)
+    previous_return[1:] = end_return[:-1]
+    previous_length[1:] = end_length[:-1]
+    returns = end_return - torch.where(same_copy, previous_return, 0.0)
+    lengths = end_length - torch.where(same_copy, previous_length, 0)
+    # what remains of the running episodes
+    total_return = cum_return[:, -1]
+    total_length = cum_length[:, -1]
+    last_end_return = torch.zeros_like(total_return)
+    last_end_length = torch.zeros_like(total_length)
+    last_end_return[copy_index] = end_return  # later ends overwrite earlier ones
+    last_end_length[copy_index] = end_length
+    new_carry_return = (total_return - last_end_return).to(carry_return.dtype)
+    new_carry_length = total_length - last_end_length
+    return returns.float(), lengths, time_index, new_carry_return, new_carry_length
+
+
+class _Collector(Generic[ActionT]):
+    def __init__(self, env: VecEnv, actor: Policy[ActionT]) -> None:
+        if not isinstance(env, VecEnv):
+            raise TypeError(f"expected a rl_mind VecEnv, got {type(env).__name__}")
+        if not callable(actor):
+            raise TypeError(f"expected an Actor (or a callable obs -> Action), got {actor!r}")
+        self.env = env
+        self.actor = actor
+        self.steps = 0
+        """Environment steps recorded so far (all copies together)."""
+        self._obs: Observation | None = None
+        B = env.num_envs
+        self._carry_return = torch.zeros(B, dtype=torch.float64)
+        self._carry_length = torch.zeros(B, dtype=torch.long)
+        # [T, B] (reward, done, counted) of the calls not yet folded into the carries; the
+        # statistics are computed when read, so that collect(1) at every step stays cheap
+        self._pending: list[tuple[Tensor, Tensor, Tensor]] = []
+        self._stats: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+
+    @property
+    def episode_returns(self) -> Tensor:
+        """``[K]`` returns of the episodes that ended during the last ``collect``."""
+        return self._last_stats()[0]
+
+    @property
+    def episode_lengths(self) -> Tensor:
+        """``[K]`` lengths (steps) of the episodes that ended during the last ``collect``."""
+        return self._last_stats()[1]
+
+    def _last_stats(self) -> tuple[Tensor, Tensor]:
+        if self._pending:
+            self._stats = self._fold()
+        return self._stats
+
+    def _fold(self) -> tuple[Tensor, Tensor]:
+        """Fold the pending segments into the carries; the stats of the last one's episodes."""
+        last_length = self._pending[-1][0].shape[0]
+        reward, done, counted = (torch.cat(column) for column in zip(*self._pending))
+        self._pending.clear()
+        returns, lengths, end_time, self._carry_return, self._carry_length = _episode_stats(
+            reward, done, counted, self._carry_return, self._carry_length
+        )
+        in_last = end_time >= reward.shape[0] - last_length
+        return returns[in_last], lengths[in_last]
+
+    def _act(self, obs: Observation) -> ActionT:
+        device = _policy_device(self.actor)
+        action = self.actor(_to_device(obs, device))
+        if not isinstance(action, Action):
+            raise TypeError(
+                f"the actor must return an Action (e.g. Action(value) or "
+                f"StochasticAction(value, log_prob)), got {type(action).__name__}"
+            )
+        return action
+
+    def _run(self, n_steps: int) -> tuple[list[Observation], list[ActionT], list[EnvStep]]:
+        """``n_steps`` steps of every copy, keeping references only."""
+        obs = self._obs if self._obs is not None else self.env.reset()
+        observations: list[Observation] = []
+        actions: list[ActionT] = []
+        steps: list[EnvStep] = []
+        with torch.no_grad():
+            for _ in range(n_steps):
+                action = self._act(obs)
+                step = self.env.step(action)
+                observations.append(obs)
+                actions.append(action)
+                steps.append(step)
+                obs = step.obs
+        self._obs = obs
+        return observations, actions, steps
+
+    def _record_stats(self, reward: Tensor, done: Tensor, counted: Tensor) -> None:
+        """Queue a ``[T, B]`` segment for the episode statistics of this call."""
+        if len(self._pending) >= 256:  # bound the memory of calls nobody asked stats for
+            self._fold()
+        self._pending.append((reward.cpu(), done.cpu(), counted.cpu()))
+
+
+class TransitionCollector(_Collector[ActionT]):
+    """Steps for off-policy learning: ``collect(n_steps)`` → ``Transitions [≤ n_steps·B]``.
+
+    The environment state is kept across calls, so ``collect(1)`` at every training step is
+    the usual pattern. In next-step reset mode the auto-reset rows (which are not
+    transitions) are dropped, hence the ``≤``.
+    """
+
+    def collect(self, n_steps: int) -> Transitions[ActionT]:
+        """Run ``n_steps`` steps of every copy; returns the valid transitions (time-major)."""
+        _check_count("n_steps", n_steps)
+        observations, actions, steps = self._run(n_steps)
+        if n_steps == 1:
+            obs, action, step = observations[0], actions[0], steps[0]
+            data = Transitions(obs, action, step.reward, step.next_obs, step.terminated)
+            autoreset, done, reward = step.autoreset, step.done[None], step.reward[None]
+        else:
+            stacked = EnvStep.stack(steps)
+            data = Transitions(
+                _stack(observations),
+                _stack(actions),
+                stacked.reward,
+                stacked.next_obs,
+                stacked.terminated,
+            ).flatten_leading(2)
+            autoreset, done, reward = stacked.autoreset, stacked.done, stacked.reward
+        if not self.env.same_step_reset and bool(autoreset.any()):
+            data = data[~autoreset.flatten()]
+            valid = ~autoreset.reshape(done.shape)
+        else:
+            valid = torch.ones_like(done)
+        self.steps += len(data)
+        self._record_stats(reward, done, valid)
+        return data
+
+
+class RolloutCollector(_Collector[ActionT]):
+    """Fixed-length on-policy segments: ``collect(n_steps)`` → ``Rollout [n_steps, B]``.
+
+    Requires a same-step reset ``VecEnv`` so that every step is a transition and the
+    rollout has exactly ``[n_steps, B]`` rows. The environment state is kept across calls:
+    an episode may span two rollouts and end anywhere inside one.
+    """
+
+    def __init__(self, env: VecEnv, actor: Policy[ActionT]) -> None:
+        super().__init__(env, actor)
+        if not env.same_step_reset:
+            raise ValueError(
+                "RolloutCollector needs a VecEnv with same_step_reset=True (next-step reset "
+                "rows are not transitions and would break the [T, B] layout); build it as "
+                f"VecEnv({env.env_name!r}, {env.num_envs}, same_step_reset=True)"
+            )
+
+    def collect(self, n_steps: int) -> Rollout[ActionT]:
+        """Run ``n_steps`` steps of every copy; returns a ``[n_steps, B]`` rollout."""
+        _check_count("n_steps", n_steps)
+        observations, actions, steps = self._run(n_steps)
+        stacked = EnvStep.stack(steps)
+        rollout = Rollout(
+            _stack(observations),
+            _stack(actions),
+            stacked.reward,
+            stacked.next_obs,
+            stacked.terminated,
+            stacked.truncated,
+        )
+        self.steps += n_steps * self.env.num_envs
+        self._record_stats(stacked.reward, stacked.done, torch.ones_like(stacked.done))
+        return rollout
+
+
+class EpisodeCollector(_Collector[ActionT]):
+    """Whole on-policy episodes: ``collect(n_episodes)`` → ``list[Episode]``.
+
+    Each call resets the environment (so that every episode is played by the current
+    actor) and gives every copy the same quota of ``ceil(n_episodes / B)`` episodes: a copy
+    that met its quota keeps stepping with the others, but its steps are discarded. Taking
+    the first episodes to finish across copies instead would favour short episodes (with 16
+    copies of an environment whose episodes average 50 steps, the first one to finish lasts
+    about 6). The call returns ``quota · B ≥ n_episodes`` episodes, copy by copy, each in
+    the order it was played.
+
+    ``max_steps`` (default 100,000) bounds the environment steps per copy in one call: an environment
+    that never ends raises a ``RuntimeError`` instead of running forever.
+    """
+
+    def __init__(self, env: VecEnv, actor: Policy[ActionT], max_steps: int = 100_000) -> None:
+        super().__init__(env, actor)
+        _check_count("max_steps", max_steps)
+        self.max_steps = max_steps
+
+    def collect(self, n_episodes: int) -> list[Episode[ActionT]]:
+        """Play until every copy finished ``ceil(n_episodes / B)`` episodes."""
+        _check_count("n_episodes", n_episodes)
+        B = self.env.num_envs
+        quota = math.ceil(n_episodes / B)
+        self._obs = None  # reset: episodes from the current actor only
+        self._pending.clear()
+        self._carry_return.zero_()
+        self._carry_length.zero_()
+        obs = self.env.reset()
+        finished = torch.zeros(B, dtype=torch.long, device=self.env.device)
+        observations: list[Observation] = []
+        actions: list[ActionT] = []
+        steps: list[EnvStep] = []
+        # the per-step work: act, step, keep references, count finished episodes
+        with torch.no_grad():
+            for _ in range(self.max_steps):
+                action = self._act(obs)
+                step = self.env.step(action)
+                observations.append(obs)
+                actions.append(action)
+                steps.append(step)
+                finished += step.done
+                obs = step.obs
+                if bool((finished >= quota).all()):
+                    break
+            else:
+                raise RuntimeError(
+                    f"EpisodeCollector: after {self.max_steps} steps per copy, only "
+                    f"{int((finished >= quota).sum())} of {B} copies finished their "
+                    f"{quota} episode(s); does {self.env.env_name!r} ever end? Add a time "
+                    f"limit (gymnasium.wrappers.TimeLimit) or raise max_steps"
+                )
+        self._obs = None  # the next call resets anyway
+        stacked = EnvStep.stack(steps)
+        all_obs = _stack(observations)
+        all_actions = _stack(actions)
+        valid = ~stacked.autoreset
+        done = stacked.done & valid
+        # keep the steps of each copy's first `quota` episodes
+        episode_index = done.long().cumsum(0) - done.long()  # episode number of each step
+        keep = valid & (episode_index < quota)
+        self.steps += int(keep.sum())
+        self._record_stats(stacked.reward, done & keep, keep)
+        episodes: list[Episode[ActionT]] = []
+        T = len(steps)
+        time_index = torch.arange(T, device=done.device)
+        for b in range(B):
+            ends = time_index[done[:, b]][:quota].tolist()
+            rows = time_index[keep[:, b]]
+            start = 0
+            for end in ends:
+                index = rows[(rows >= start) & (rows <= end)]
+                episodes.append(
+                    Episode(
+                        _column(all_obs, index, b),
+                        _column(all_actions, index, b),
+                        stacked.reward[index, b],
+                        _row(stacked.next_obs, end, b),
+                        bool(stacked.terminated[end, b]),
+                    )
+                )
+                start = end + 1
+        return episodes
+
+
+def _column(data: Any, index: Tensor, b: int) -> Any:
+    """Rows ``index`` of copy ``b`` of a ``[T, B, ...]`` tensor or struct."""
+    if isinstance(data, Tensor):
+        return data[index, b]
+    return data[index].apply(lambda t: t[:, b])  # type: ignore[union-attr]
+
+
+def _row(data: Observation, t: int, b: int) -> Observation:
+    if isinstance(data, Tensor):
+        return data[t, b]
+    if isinstance(data, TensorStruct):
+        return data.apply(lambda tensor: tensor[t, b])
+    raise TypeError(f"unexpected observation type {type(data).__name__}")

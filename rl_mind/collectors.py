@@ -64,8 +64,8 @@ def _policy_device(actor: Any) -> torch.device | None:
     if isinstance(actor, nn.Module):
         for tensor in actor.parameters():
             return tensor.device
-        for tensor in actor.buffers():
-            return tensor.device
+        for buffer in actor.buffers():
+            return buffer.device
     return None
 
 

@@ -352,6 +352,6 @@ class Actor(nn.Module, Generic[ActionT]):
         """The device of the first parameter or buffer (CPU for a parameter-less actor)."""
         for tensor in self.parameters():
             return tensor.device
-        for tensor in self.buffers():
-            return tensor.device
+        for buffer in self.buffers():
+            return buffer.device
         return torch.device("cpu")

@@ -236,9 +236,12 @@ class VecEnv:
         env_kwargs: dict[str, Any],
     ) -> VectorEnv[Any, Any, Any]:
         if spec.vector_entry_point is not None and not wrappers and not asynchronous:
-            creator = spec.vector_entry_point
-            if isinstance(creator, str):
-                creator = gym.envs.registration.load_env_creator(creator)
+            entry_point = spec.vector_entry_point
+            creator: Any = (
+                gym.envs.registration.load_env_creator(entry_point)
+                if isinstance(entry_point, str)
+                else entry_point
+            )
             kwargs = dict(env_kwargs)
             if _accepts_kwarg(creator, "autoreset_mode"):
                 kwargs["autoreset_mode"] = mode

@@ -116,7 +116,19 @@ class TensorStruct:
     # ------------------------------------------------------------------ construction
     def _replace_fields(self, fn: Callable[[str, bool, Any], Any]) -> Self:
         values = {name: fn(name, batched, getattr(self, name)) for name, batched in self._fields()}
+        if self.__dict__.get("_is_item", False):
+            return type(self)._item(values)
         return type(self)(**values)
+
+    @classmethod
+    def _item(cls, values: dict[str, Any]) -> Self:
+        """One item of a batch (``s[i]``): its batched fields have lost their leading
+        dimension, so it is built without the leading-dimension check and has no length."""
+        item = object.__new__(cls)
+        for name, value in values.items():
+            object.__setattr__(item, name, value)
+        object.__setattr__(item, "_is_item", True)
+        return item
 
     def apply(self, fn: Callable[[Tensor], Tensor]) -> Self:
         """A new struct with ``fn`` applied to every tensor (nested structs included)."""
@@ -155,6 +167,8 @@ class TensorStruct:
 
     # ------------------------------------------------------------------ tensor-like ops
     def __len__(self) -> int:
+        if self.__dict__.get("_is_item", False):
+            raise TypeError(f"{type(self).__name__} is a single item (s[i]), it has no length")
         size = self._batch_size()
         if size is None:
             raise TypeError(f"{type(self).__name__} has no batched tensor field, so no length")
@@ -179,6 +193,16 @@ class TensorStruct:
                 raise IndexError(
                     f"{type(self).__name__}: index {index} out of range for length {n}"
                 )
+            # the leading dimension is removed: build an item, not a batch
+            return type(self)._item(
+                {
+                    name: value[index]
+                    if batched and isinstance(value, (Tensor, TensorStruct))
+                    else value
+                    for name, batched in self._fields()
+                    for value in (getattr(self, name),)
+                }
+            )
         return self._apply_batched(lambda t: t[index])
 
     def set_(self, index: Index, value: Self) -> None:

@@ -20,6 +20,28 @@ from rl_mind.env import EnvStep, VecEnv
 from rl_mind.nn import build_mlp, soft_update
 
 # --- evaluation and notebook helpers
+# isort: split
+from rl_mind.evaluation import (
+    CheckpointError,
+    EvalResult,
+    Evaluator,
+    actor_policy,
+    load_checkpoint,
+    record_video,
+    save_checkpoint,
+    write_video,
+)
+from rl_mind.notebook import (
+    Profile,
+    ProgressBar,
+    is_notebook,
+    outputs_directory,
+    progress_bar,
+    run_directory,
+    setup_tensorboard,
+    video_display,
+)
+from rl_mind.rendering import FrameViewer
 
 # --- practicals (checks)
 
@@ -49,6 +71,23 @@ __all__ = [
     "soft_update",
     "unbatched",
     # evaluation and notebook helpers
+    "CheckpointError",
+    "EvalResult",
+    "Evaluator",
+    "FrameViewer",
+    "Profile",
+    "ProgressBar",
+    "actor_policy",
+    "is_notebook",
+    "load_checkpoint",
+    "outputs_directory",
+    "progress_bar",
+    "record_video",
+    "run_directory",
+    "save_checkpoint",
+    "setup_tensorboard",
+    "video_display",
+    "write_video",
     # practicals (checks)
     # self-play
 ]

@@ -1,0 +1,869 @@
+"""Evaluation: how well an actor does, a learning curve, the best actor, a video.
+
+:class:`Evaluator` plays one deterministic episode (``actor.act``) in each copy of its own
+:class:`~rl_mind.env.VecEnv` every ``every`` training steps, logs the returns to
+TensorBoard, and keeps a deep copy of the best actor (saved into ``run_dir``).
+:func:`record_video` films one episode of an actor into an ``.mp4``; :func:`actor_policy`
+turns an actor into the ``obs -> action`` function of a single gymnasium environment.
+:func:`save_checkpoint` / :func:`load_checkpoint` write and read checkpoints safely.
+
+What the reader must not get wrong:
+
+- Every evaluation replays the **same episode seeds** (copy ``i`` is reset with
+  ``seed + i``), so two evaluations compare actors, not luck; otherwise the "best actor"
+  is largely picked by the noise of the starting states.
+- Only the **first episode** of each copy counts. Copies whose episode ends early keep
+  being stepped (their later rewards are masked out) until every copy has finished, or
+  until ``max_steps``, where the unfinished episodes are cut and count their return so far.
+- The evaluation runs under ``torch.no_grad()`` with the actor in ``eval()`` mode; the
+  actor's train/eval modes are restored afterwards, its ``requires_grad`` flags untouched.
+- A checkpoint is written to a temporary file in the same folder, flushed to disk, then
+  renamed over the old one: a crash in the middle of a save leaves the previous checkpoint
+  intact. It is read with ``torch.load(..., weights_only=True)``: opening a checkpoint
+  someone sent you never runs their code, and a truncated or corrupt file is refused with
+  an error naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import datetime
+import os
+import pickle
+import tempfile
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import Tensor, nn
+
+from rl_mind.core import ActionT, Actor, Observation
+from rl_mind.env import VecEnv, _Converter, _dict_struct_class
+from rl_mind.notebook import _headless_sdl, _safe_name, outputs_directory, video_display
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from torch.utils.tensorboard import SummaryWriter
+
+__all__ = [
+    "CheckpointError",
+    "EvalResult",
+    "Evaluator",
+    "actor_policy",
+    "load_checkpoint",
+    "record_video",
+    "save_checkpoint",
+    "write_video",
+]
+
+Wrapper = Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]
+
+
+# ====================================================================== checkpoints
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read safely (truncated, corrupt, or unsafe)."""
+
+
+# Types that ``torch.load(..., weights_only=True)`` reads back.
+_LEAF_TYPES: tuple[type, ...] = (
+    Tensor,
+    int,
+    float,
+    bool,
+    complex,
+    str,
+    bytes,
+    type(None),
+    torch.Size,
+    torch.dtype,
+    torch.device,
+)
+
+
+def _check_checkpointable(obj: Any, where: str) -> None:
+    """Raise a TypeError naming the first value that weights_only loading would refuse."""
+    kind = type(obj)
+    if isinstance(obj, _LEAF_TYPES) and (kind in _LEAF_TYPES or isinstance(obj, Tensor)):
+        return
+    if kind in (dict, OrderedDict):
+        for key, value in obj.items():
+            if type(key) not in (str, int, float, bool, type(None), tuple):
+                raise TypeError(
+                    f"save_checkpoint: key {key!r} at {where} is a {type(key).__name__}; "
+                    f"use str or int keys"
+                )
+            _check_checkpointable(value, f"{where}[{key!r}]")
+        return
+    if kind in (list, tuple, set):
+        for i, value in enumerate(obj):
+            _check_checkpointable(value, f"{where}[{i}]")
+        return
+    if isinstance(obj, np.ndarray):
+        hint = "convert it with torch.as_tensor(value)"
+    elif isinstance(obj, np.generic):
+        hint = "convert it with value.item()"
+    elif isinstance(obj, nn.Module):
+        hint = "save module.state_dict() instead"
+    elif isinstance(obj, torch.optim.Optimizer):
+        hint = "save optimizer.state_dict() instead"
+    else:
+        hint = "convert it to tensors, numbers, strings, lists or dicts"
+    raise TypeError(
+        f"save_checkpoint: {where} is a {kind.__module__}.{kind.__qualname__}, which "
+        f"torch.load(weights_only=True) cannot read back; {hint}"
+    )
+
+
+def save_checkpoint(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """Write ``obj`` to ``path`` atomically; returns the absolute path.
+
+    ``obj`` is a (nested) dict / list / tuple of tensors, numbers, strings, bools and
+    ``None`` (a ``state_dict()`` of a module or an optimizer, step counters, RNG states as
+    tensors...), anything ``torch.load(..., weights_only=True)`` reads back; other values
+    are refused with a ``TypeError`` naming where they are (``obj['rng'][1]``).
+
+    The file is written to a temporary name in the same folder, flushed to disk
+    (``fsync``), then renamed over ``path`` (``os.replace``, atomic): a crash in the middle
+    leaves the previous checkpoint intact and never a half-written ``path``. The folder is
+    created if needed.
+    """
+    target = Path(path).expanduser().resolve()
+    if target.is_dir():
+        raise ValueError(f"save_checkpoint: {target} is a folder, expected a file path")
+    _check_checkpointable(obj, "obj")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            torch.save(obj, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+    _fsync_directory(target.parent)
+    return target
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable (POSIX); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def load_checkpoint(
+    path: str | os.PathLike[str], map_location: str | torch.device | None = "cpu"
+) -> Any:
+    """Read a checkpoint written by :func:`save_checkpoint` (or ``torch.save``).
+
+    Uses ``torch.load(path, weights_only=True, map_location=map_location)``: only tensors
+    and plain containers are rebuilt, never arbitrary objects, so opening a checkpoint
+    someone sent you never runs their code. Tensors land on ``map_location`` (CPU by
+    default, so that a checkpoint written on a GPU opens on a laptop; ``load_state_dict``
+    then copies them onto the module's device).
+
+    Raises ``FileNotFoundError`` if there is no file, and :class:`CheckpointError` (a
+    ``ValueError``) naming the file if it is truncated, corrupt, not a torch checkpoint, or
+    holds objects that ``weights_only`` loading refuses.
+    """
+    source = Path(path).expanduser().resolve()
+    if not source.exists():
+        raise FileNotFoundError(f"load_checkpoint: no checkpoint at {source}")
+    if not source.is_file():
+        raise CheckpointError(f"load_checkpoint: {source} is not a file")
+    size = source.stat().st_size
+    # torch.save writes a zip archive with a CRC per record: check it first, so that a
+    # truncated or bit-flipped file is refused instead of loaded half.
+    try:
+        with zipfile.ZipFile(source) as archive:
+            bad_record = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise CheckpointError(
+            f"checkpoint {source} ({size} bytes) is truncated or corrupt, or not a torch "
+            f"checkpoint ({error}); it was not loaded"
+        ) from None
+    if bad_record is not None:
+        raise CheckpointError(
+            f"checkpoint {source} is corrupt: record {bad_record!r} fails its CRC check; it "
+            f"was not loaded"
+        )
+    try:
+        return torch.load(source, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise CheckpointError(
+            f"checkpoint {source} holds objects other than tensors and plain containers, so "
+            f"torch.load(weights_only=True) refused to run its code. Only if you trust its "
+            f"author, load it with torch.load(path, weights_only=False). Details: "
+            f"{str(error).splitlines()[0]}"
+        ) from None
+    except (RuntimeError, EOFError, OSError, KeyError, ValueError) as error:
+        raise CheckpointError(
+            f"checkpoint {source} ({size} bytes) is truncated or corrupt ({error}); it was "
+            f"not loaded"
+        ) from None
+
+
+# ====================================================================== actors
+def _actor_device(actor: nn.Module) -> torch.device:
+    device = getattr(actor, "device", None)
+    if isinstance(device, torch.device):
+        return device
+    for parameter in actor.parameters():
+        return parameter.device
+    for buffer in actor.buffers():
+        return buffer.device
+    return torch.device("cpu")
+
+
+def _expected_action_shape(action_space: spaces.Space[Any], batch: int) -> tuple[int, ...]:
+    if isinstance(action_space, spaces.Discrete):
+        return (batch,)
+    if isinstance(action_space, spaces.Box):
+        return (batch, *action_space.shape)
+    raise TypeError(f"expected a Discrete or Box action space, got {action_space}")
+
+
+def _check_action_shape(actions: Any, action_space: spaces.Space[Any], batch: int) -> Tensor:
+    expected = _expected_action_shape(action_space, batch)
+    if not isinstance(actions, Tensor):
+        raise TypeError(
+            f"actor.act(obs) must return a tensor of actions of shape {list(expected)}, got "
+            f"a {type(actions).__name__}"
+        )
+    if tuple(actions.shape) != expected:
+        what = (
+            "one action index per environment copy"
+            if isinstance(action_space, spaces.Discrete)
+            else "[num_envs, *action_shape]"
+        )
+        raise ValueError(
+            f"actor.act(obs) returned actions of shape {list(actions.shape)}; expected "
+            f"{list(expected)} ({what}, for the action space {action_space})"
+        )
+    return actions
+
+
+@contextlib.contextmanager
+def _evaluation_mode(actor: nn.Module) -> Iterator[None]:
+    """``eval()`` mode and ``no_grad`` inside; every submodule's mode restored afterwards."""
+    modes = [(module, module.training) for module in actor.modules()]
+    actor.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        for module, training in modes:
+            module.training = training
+
+
+def _single_obs_converter(
+    observation_space: spaces.Space[Any] | None, device: torch.device
+) -> Callable[[Any], Observation]:
+    """One gymnasium observation -> a batch of one (``[1, ...]``), as a VecEnv returns it."""
+    if observation_space is not None:
+        converter = _Converter(observation_space, device)
+        empty: Any = gym.vector.utils.create_empty_array(observation_space, n=1)
+
+        def convert_with_space(obs: Any) -> Observation:
+            batch = gym.vector.utils.concatenate(observation_space, [obs], copy.deepcopy(empty))
+            return converter(batch)
+
+        return convert_with_space
+
+    def convert(obs: Any) -> Observation:
+        if isinstance(obs, dict):
+            struct = _dict_struct_class(tuple(obs))
+            return struct(**{key: convert(value) for key, value in obs.items()})
+        if isinstance(obs, (int, np.integer)) and not isinstance(obs, bool):
+            return torch.tensor([int(obs)], dtype=torch.long, device=device)
+        array = np.asarray(obs)
+        tensor = torch.from_numpy(np.ascontiguousarray(array[None]))
+        if array.dtype.kind == "f":
+            tensor = tensor.float()
+        elif array.dtype.kind in "iub":
+            tensor = tensor.long()
+        return tensor.to(device)
+
+    return convert
+
+
+def actor_policy(
+    actor: Actor[Any],
+    action_space: spaces.Space[Any],
+    observation_space: spaces.Space[Any] | None = None,
+) -> Callable[[Any], Any]:
+    """Turn an actor into the ``obs -> action`` function of one gymnasium environment.
+
+    The returned function takes one observation as gymnasium gives it (an array for
+    ``Box``, an int state index for ``Discrete``, a dict for ``Dict``), makes a batch of
+    one on the actor's device, calls ``actor.act`` under ``torch.no_grad()``, and returns
+    the action as gymnasium wants it: an ``int`` for ``Discrete``, an array of
+    ``action_space.shape`` and dtype for ``Box``. Give ``observation_space`` to convert
+    observations exactly as :class:`~rl_mind.env.VecEnv` does (dtypes, nested dicts);
+    without it they are inferred (float arrays to float32, integers to long).
+
+    The actor's train/eval mode is left as it is: call ``actor.eval()`` first if it has
+    dropout or batch norm (:func:`record_video` does).
+    """
+    if not isinstance(action_space, (spaces.Discrete, spaces.Box)):
+        raise TypeError(
+            f"actor_policy: expected a Discrete or Box action space, got {action_space}"
+        )
+    device = _actor_device(actor)
+    convert = _single_obs_converter(observation_space, device)
+
+    def policy(obs: Any) -> Any:
+        batch = convert(obs)
+        with torch.no_grad():
+            actions = _check_action_shape(actor.act(batch), action_space, 1)
+        action = actions[0].detach().cpu()
+        if isinstance(action_space, spaces.Discrete):
+            return int(action.item())
+        return action.numpy().astype(action_space.dtype, copy=False).reshape(action_space.shape)
+
+    return policy
+
+
+# ====================================================================== videos
+def _as_rgb_frame(frame: Any, env_name: str) -> np.ndarray:
+    array = np.asarray(frame)
+    if array.ndim == 2:
+        array = np.repeat(array[:, :, None], 3, axis=2)
+    if array.ndim != 3 or array.shape[2] not in (3, 4):
+        raise ValueError(
+            f"{env_name}: render() must return an RGB frame [height, width, 3], got an array "
+            f"of shape {list(array.shape)}"
+        )
+    array = array[:, :, :3]
+    if array.dtype != np.uint8:
+        if np.issubdtype(array.dtype, np.floating) and array.max(initial=0) <= 1.0:
+            array = array * 255.0
+        array = np.clip(array, 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(array)
+
+
+def _pad_even(frame: np.ndarray) -> np.ndarray:
+    """Pad the bottom/right edge with black so that height and width are even (H.264)."""
+    height, width = frame.shape[:2]
+    pad_h, pad_w = height % 2, width % 2
+    if pad_h or pad_w:
+        frame = np.pad(frame, ((0, pad_h), (0, pad_w), (0, 0)))
+    return frame
+
+
+def _reserve_video_path(directory: Path, stem: str) -> Path:
+    """A new ``<stem>-YYYYmmdd-HHMMSS[-k].mp4`` in ``directory``, claimed atomically."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    for k in range(1, 100_000):
+        candidate = directory / (f"{stem}-{stamp}.mp4" if k == 1 else f"{stem}-{stamp}-{k}.mp4")
+        try:
+            fd = os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return candidate
+    raise RuntimeError(f"no free video file name for {stem} in {directory}")
+
+
+def write_video(
+    frames: Iterable[np.ndarray], path: str | os.PathLike[str], fps: float = 30
+) -> Path:
+    """Encode RGB frames ``[height, width, 3]`` (uint8) into a browser-playable ``.mp4``.
+
+    Frames are streamed to ffmpeg (moviepy's writer, with the ffmpeg binary of
+    ``imageio-ffmpeg``: no display, no system ffmpeg), so memory stays flat for long
+    episodes. H.264 (``libx264``), ``yuv420p``; odd heights or widths are padded with a black
+    row or column. The file appears under ``path`` only once complete (temporary name,
+    then rename). Returns the absolute path.
+    """
+    from moviepy.video.io.ffmpeg_writer import FFMPEG_VideoWriter
+
+    target = Path(path).expanduser().resolve()
+    if target.suffix.lower() != ".mp4":
+        raise ValueError(f"write_video: expected a path ending in .mp4, got {target}")
+    if not fps > 0:
+        raise ValueError(f"write_video: fps must be positive, got {fps}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".mp4")
+    os.close(fd)
+    writer = None
+    size: tuple[int, int] | None = None
+    try:
+        for i, frame in enumerate(frames):
+            rgb = _pad_even(_as_rgb_frame(frame, "write_video"))
+            if writer is None:
+                size = (rgb.shape[1], rgb.shape[0])
+                writer = FFMPEG_VideoWriter(
+                    temp_name,
+                    size,
+                    fps,
+                    codec="libx264",
+                    preset="medium",
+                    ffmpeg_params=["-pix_fmt", "yuv420p", "-movflags", "+faststart"],
+                )
+            elif (rgb.shape[1], rgb.shape[0]) != size:
+                raise ValueError(
+                    f"write_video: frame {i} is {rgb.shape[1]}x{rgb.shape[0]}, but the first "
+                    f"frame was {size[0]}x{size[1]} (width x height); every frame must have "  # type: ignore[index]
+                    f"the same size"
+                )
+            writer.write_frame(rgb)
+        if writer is None:
+            raise ValueError("write_video: no frames to write")
+        writer.close()
+        writer = None
+        os.replace(temp_name, target)
+    except BaseException:
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+    return target
+
+
+def _render_modes(spec: gym.envs.registration.EnvSpec) -> list[str] | None:
+    """The render modes an environment declares in its metadata (None if unknown)."""
+    creator: Any = spec.entry_point
+    try:
+        if isinstance(creator, str):
+            creator = gym.envs.registration.load_env_creator(creator)
+    except Exception:
+        return None
+    metadata = getattr(creator, "metadata", None)
+    if not isinstance(metadata, dict):
+        return None
+    modes = metadata.get("render_modes")
+    return list(modes) if modes is not None else None
+
+
+def _make_rgb_env(
+    env_name: str, wrappers: Sequence[Wrapper], env_kwargs: dict[str, Any]
+) -> gym.Env[Any, Any]:
+    mode = env_kwargs.pop("render_mode", "rgb_array")
+    if mode != "rgb_array":
+        raise ValueError(
+            f"record_video renders with render_mode='rgb_array'; got render_mode={mode!r}"
+        )
+    try:
+        spec = gym.spec(env_name)
+    except gym.error.Error as error:
+        raise ValueError(f"unknown environment id {env_name!r}: {error}") from None
+    modes = _render_modes(spec)
+    _headless_sdl()
+    if modes is not None and "rgb_array" not in modes:
+        raise ValueError(
+            f"{env_name} cannot be filmed: it has no 'rgb_array' render mode (its render "
+            f"modes are {modes})"
+        )
+    try:
+        env = gym.make(env_name, render_mode="rgb_array", **env_kwargs)
+    except TypeError as error:
+        if "render_mode" in str(error):
+            raise ValueError(
+                f"{env_name} cannot be filmed: its constructor does not accept "
+                f"render_mode='rgb_array' (render modes: {modes})"
+            ) from None
+        raise
+    for wrapper in wrappers:
+        env = wrapper(env)
+    if env.render_mode != "rgb_array":
+        available = env.metadata.get("render_modes", modes)
+        env.close()
+        raise ValueError(
+            f"{env_name} cannot be filmed: it has no 'rgb_array' render mode (its render "
+            f"modes are {available})"
+        )
+    return env
+
+
+def record_video(
+    actor: Actor[Any],
+    env_name: str,
+    directory: str | os.PathLike[str],
+    *,
+    seed: int | None = 0,
+    max_steps: int = 1000,
+    fps: float | None = None,
+    wrappers: Sequence[Wrapper] = (),
+    name: str | None = None,
+    **env_kwargs: Any,
+) -> Path:
+    """Film one deterministic episode (``actor.act``) of ``env_name``; returns the ``.mp4``.
+
+    The environment is made with ``render_mode="rgb_array"`` (``env_kwargs`` and
+    ``wrappers`` as for :class:`~rl_mind.env.VecEnv`), reset with ``seed``, and stepped
+    until the episode ends or ``max_steps`` steps have passed; the clip has one frame per
+    state (the first observation's included), so at most ``max_steps + 1`` frames, at
+    ``fps`` (default: the environment's ``metadata["render_fps"]``, else 30). Runs
+    headless (see :func:`write_video`). The file is ``<directory>/<name>-<timestamp>.mp4``
+    (``name`` defaults to the environment id); a later call never overwrites it.
+
+    The actor runs in ``eval()`` mode under ``torch.no_grad()`` on its own device; its
+    mode is restored afterwards. An environment without ``rgb_array`` rendering raises a
+    ``ValueError`` naming the render modes it has.
+    """
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
+        raise ValueError(f"record_video: max_steps must be an int >= 0, got {max_steps!r}")
+    folder = Path(directory).expanduser().resolve()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"record_video: {folder} is a file, expected a folder")
+    env = _make_rgb_env(env_name, wrappers, dict(env_kwargs))
+    try:
+        rate = fps if fps is not None else env.metadata.get("render_fps") or 30
+        policy = actor_policy(actor, env.action_space, env.observation_space)
+
+        def frames() -> Iterator[np.ndarray]:
+            obs, _info = env.reset(seed=seed)
+            yield _as_rgb_frame(env.render(), env_name)
+            for _ in range(max_steps):
+                obs, _reward, terminated, truncated, _info = env.step(policy(obs))
+                yield _as_rgb_frame(env.render(), env_name)
+                if terminated or truncated:
+                    break
+
+        folder.mkdir(parents=True, exist_ok=True)
+        path = _reserve_video_path(folder, _safe_name(name if name is not None else env_name))
+        try:
+            with _evaluation_mode(actor):
+                return write_video(frames(), path, fps=float(rate))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise
+    finally:
+        env.close()
+
+
+# ====================================================================== evaluator
+@dataclasses.dataclass(frozen=True)
+class EvalResult:
+    """One evaluation: the training ``step`` it was run at, ``rewards`` ``[B]`` (the return of
+    the episode played in each copy), whether it ``is_best`` so far, and the episode
+    ``lengths`` ``[B]``."""
+
+    step: int
+    rewards: Tensor
+    is_best: bool
+    lengths: Tensor | None = None
+
+    @property
+    def mean(self) -> float:
+        """Mean return over the copies."""
+        return float(self.rewards.float().mean())
+
+    @property
+    def std(self) -> float:
+        """Standard deviation of the returns over the copies (population: 0 for one copy)."""
+        return float(self.rewards.float().std(correction=0))
+
+    @property
+    def min(self) -> float:
+        return float(self.rewards.min())
+
+    @property
+    def max(self) -> float:
+        return float(self.rewards.max())
+
+    def __repr__(self) -> str:
+        best = ", best" if self.is_best else ""
+        return (
+            f"EvalResult(step={self.step}, mean={self.mean:.2f}, std={self.std:.2f}, "
+            f"episodes={len(self.rewards)}{best})"
+        )
+
+
+BEST_ACTOR_FILE = "best_actor.pt"
+
+
+class Evaluator(Generic[ActionT]):
+    """Evaluates an actor every ``every`` training steps, logs it, and keeps the best one.
+
+    Args:
+        env: the evaluation environment, its own (not the training one): a gymnasium id,
+            from which a ``VecEnv`` of ``num_episodes`` copies is built, or a ``VecEnv`` in
+            next-step reset mode (same-step reset is refused: evaluation plays whole
+            episodes and never needs it).
+        every: evaluate when at least ``every`` more training steps have passed
+            (:meth:`run_if_needed`).
+        run_dir: a folder (created if needed) for the TensorBoard event file (unless
+            ``writer`` is given) and the best actor's checkpoint ``best_actor.pt``.
+        writer: a ``torch.utils.tensorboard.SummaryWriter`` to log into instead.
+        num_episodes: the number of copies ``B`` (one episode each) when ``env`` is an id.
+        seed: copy ``i`` is reset with ``seed + i`` at every evaluation.
+        max_steps: cap on the steps of one evaluation; unfinished episodes are cut there.
+        wrappers, **env_kwargs: passed to ``VecEnv`` (and to :func:`record_video` for
+            :meth:`visualize_best`) when ``env`` is an id.
+
+    Logged scalars (against the training step): ``eval/mean_return``,
+    ``eval/std_return``, ``eval/min_return``, ``eval/max_return``, ``eval/mean_length``.
+    """
+
+    def __init__(
+        self,
+        env: VecEnv | str,
+        every: int,
+        run_dir: str | os.PathLike[str] | None = None,
+        writer: SummaryWriter | None = None,
+        *,
+        num_episodes: int = 8,
+        seed: int = 0,
+        max_steps: int = 10_000,
+        wrappers: Sequence[Wrapper] = (),
+        **env_kwargs: Any,
+    ) -> None:
+        if isinstance(every, bool) or not isinstance(every, int) or every <= 0:
+            raise ValueError(
+                f"Evaluator: every must be a positive number of training steps, got {every!r}"
+            )
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
+            raise ValueError(f"Evaluator: max_steps must be a positive int, got {max_steps!r}")
+        self.run_dir: Path | None = None
+        if run_dir is not None:
+            folder = Path(run_dir).expanduser().resolve()
+            if folder.exists() and not folder.is_dir():
+                raise ValueError(
+                    f"Evaluator: run_dir {folder} is a file; expected a folder (e.g. "
+                    f"rl_mind.run_directory('my_run'))"
+                )
+            folder.mkdir(parents=True, exist_ok=True)
+            self.run_dir = folder
+        if isinstance(env, str):
+            self.env = VecEnv(env, num_episodes, seed=seed, wrappers=wrappers, **env_kwargs)
+            self._owns_env = True
+            self._video_wrappers: Sequence[Wrapper] = tuple(wrappers)
+            self._video_kwargs: dict[str, Any] = dict(env_kwargs)
+        elif isinstance(env, VecEnv):
+            if env.same_step_reset:
+                raise ValueError(
+                    "Evaluator: the evaluation VecEnv uses same-step reset; evaluation plays "
+                    "whole episodes, one per copy, so build it with same_step_reset=False "
+                    "(or pass the environment id and let the Evaluator build its own)"
+                )
+            if wrappers or env_kwargs:
+                raise ValueError(
+                    "Evaluator: wrappers and environment kwargs are only used when env is an "
+                    "id; the given VecEnv is already built"
+                )
+            self.env = env
+            self._owns_env = False
+            self._video_wrappers = tuple(getattr(env, "wrappers", ()) or ())
+            self._video_kwargs = dict(getattr(env, "env_kwargs", {}) or {})
+        else:
+            raise TypeError(
+                f"Evaluator: env must be a gymnasium id or a VecEnv, got {type(env).__name__}"
+            )
+        self._video_kwargs.pop("render_mode", None)
+        self.every = every
+        self.seed = seed
+        self.max_steps = max_steps
+        self.history: list[EvalResult] = []
+        self.best_reward: float | None = None
+        self.best_actor: Actor[ActionT] | None = None
+        self.best_step: int | None = None
+        self._writer = writer
+        self._owns_writer = False
+        self._next_due = 0
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def writer(self) -> SummaryWriter | None:
+        """The TensorBoard writer (created in ``run_dir`` at the first evaluation)."""
+        if self._writer is None and self.run_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(log_dir=str(self.run_dir))
+            self._owns_writer = True
+        return self._writer
+
+    @property
+    def best_checkpoint_path(self) -> Path | None:
+        """``run_dir / "best_actor.pt"`` (None without a ``run_dir``)."""
+        return self.run_dir / BEST_ACTOR_FILE if self.run_dir is not None else None
+
+    # ------------------------------------------------------------------ evaluating
+    def run_if_needed(self, steps: int, actor: Actor[ActionT]) -> EvalResult | None:
+        """Evaluate ``actor`` if ``every`` training steps have passed since the last time.
+
+        ``steps`` is the number of training steps so far. The first call always evaluates
+        (the start of the learning curve); afterwards evaluations happen at the first call
+        with ``steps`` at or beyond the next multiple of ``every``. Returns the
+        :class:`EvalResult` when it ran, else ``None``.
+        """
+        if steps < self._next_due:
+            return None
+        return self.run(steps, actor)
+
+    def run(self, steps: int, actor: Actor[ActionT]) -> EvalResult:
+        """Evaluate ``actor`` now: one deterministic episode per copy, logged at ``steps``."""
+        rewards, lengths = self._play(actor)
+        mean = float(rewards.mean())
+        is_best = self.best_reward is None or mean > self.best_reward
+        result = EvalResult(int(steps), rewards, is_best, lengths)
+        self.history.append(result)
+        self._next_due = (int(steps) // self.every + 1) * self.every
+        if is_best:
+            self.best_reward = mean
+            self.best_step = int(steps)
+            best = copy.deepcopy(actor)
+            for parameter in best.parameters():
+                parameter.grad = None
+            self.best_actor = best
+            if self.run_dir is not None:
+                state = {name: tensor.detach().cpu() for name, tensor in best.state_dict().items()}
+                save_checkpoint(
+                    {
+                        "state_dict": state,
+                        "step": int(steps),
+                        "mean_return": mean,
+                        "rewards": rewards.clone(),
+                    },
+                    self.run_dir / BEST_ACTOR_FILE,
+                )
+        self._log(result)
+        return result
+
+    def _play(self, actor: Actor[ActionT]) -> tuple[Tensor, Tensor]:
+        """Returns and lengths ``[B]`` (CPU) of the first episode of each copy."""
+        env = self.env
+        device = _actor_device(actor)
+        B = env.num_envs
+        returns = torch.zeros(B, dtype=torch.float32, device=env.device)
+        lengths = torch.zeros(B, dtype=torch.long, device=env.device)
+        finished = torch.zeros(B, dtype=torch.bool, device=env.device)
+        with _evaluation_mode(actor):
+            obs = env.reset(seed=self.seed)
+            for _ in range(self.max_steps):
+                actions = _check_action_shape(actor.act(obs.to(device)), env.action_space, B)
+                step = env.step(actions)
+                # Copies whose first episode is over keep stepping, their rewards masked.
+                running = ~finished
+                returns += step.reward * running
+                lengths += running.long()
+                finished |= step.done
+                if bool(finished.all()):
+                    break
+                obs = step.obs
+        return returns.cpu(), lengths.cpu()
+
+    def _log(self, result: EvalResult) -> None:
+        writer = self.writer
+        if writer is None:
+            return
+        scalars = {
+            "eval/mean_return": result.mean,
+            "eval/std_return": result.std,
+            "eval/min_return": result.min,
+            "eval/max_return": result.max,
+        }
+        if result.lengths is not None:
+            scalars["eval/mean_length"] = float(result.lengths.float().mean())
+        for tag, value in scalars.items():
+            writer.add_scalar(tag, value, global_step=result.step)
+        writer.flush()
+
+    # ------------------------------------------------------------------ showing
+    def plot(self, ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Axes:
+        """The learning curve: mean evaluation return ± std against training steps, the
+        best evaluation marked. Draws on ``ax`` (a new figure if None), saves a PNG to
+        ``path`` if given, and returns the axes."""
+        if not self.history:
+            raise ValueError("Evaluator.plot: no evaluation has run yet (call run_if_needed)")
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _figure, ax = plt.subplots(figsize=(6, 3.5))
+        steps = np.array([result.step for result in self.history])
+        means = np.array([result.mean for result in self.history])
+        stds = np.array([result.std for result in self.history])
+        ax.plot(steps, means, marker="o", markersize=3, label="mean return")
+        ax.fill_between(steps, means - stds, means + stds, alpha=0.25, label="± std")
+        if self.best_step is not None and self.best_reward is not None:
+            ax.plot(
+                [self.best_step], [self.best_reward], marker="*", markersize=14,
+                linestyle="none", color="tab:red", label=f"best ({self.best_reward:.1f})",
+            )  # fmt: skip
+        ax.set_xlabel("training steps")
+        ax.set_ylabel("evaluation return")
+        ax.set_title(f"{self.env.env_name}: {self.env.num_envs} evaluation episodes")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best")
+        if path is not None:
+            ax.figure.savefig(  # type: ignore[union-attr]
+                Path(path).expanduser(), dpi=100, bbox_inches="tight"
+            )
+        return ax
+
+    def visualize_best(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        seed: int | None = None,
+        max_steps: int = 1000,
+        fps: float | None = None,
+    ) -> Path:
+        """Film one episode of the best actor (:func:`record_video`) and show it: inline in a
+        notebook, the file path printed from a script. The video goes to ``directory``
+        (default: ``run_dir``, else ``outputs_directory()/videos``); returns its path."""
+        if self.best_actor is None:
+            raise RuntimeError(
+                "Evaluator.visualize_best: no evaluation has run yet, so there is no best "
+                "actor; call run_if_needed(steps, actor) or run(steps, actor) first"
+            )
+        if directory is None:
+            directory = self.run_dir if self.run_dir is not None else outputs_directory() / "videos"
+        path = record_video(
+            self.best_actor,
+            self.env.env_name,
+            directory,
+            seed=self.seed if seed is None else seed,
+            max_steps=max_steps,
+            fps=fps,
+            wrappers=self._video_wrappers,
+            name=f"best-{self.env.env_name}",
+            **self._video_kwargs,
+        )
+        video_display(path)
+        return path
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Close the environment and the writer if the evaluator made them. Idempotent."""
+        if self._owns_env:
+            self.env.close()
+        if self._owns_writer and self._writer is not None:
+            self._writer.close()
+            self._writer = None
+            self._owns_writer = False
+
+    def __enter__(self) -> Evaluator[ActionT]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        best = f"{self.best_reward:.2f}" if self.best_reward is not None else "none"
+        return (
+            f"Evaluator({self.env.env_name!r}, every={self.every}, "
+            f"episodes={self.env.num_envs}, evaluations={len(self.history)}, best={best})"
+        )

@@ -1,0 +1,300 @@
+"""Notebook helpers: where outputs go, TensorBoard, videos, progress bars, the compute profile.
+
+The same practical runs in three places: a student's notebook (Jupyter, VS Code, Colab),
+a script, and CI. This module hides the differences:
+
+- :func:`is_notebook` tells a notebook kernel from a script or IPython's terminal;
+- :func:`outputs_directory` and :func:`run_directory` give every run its own fresh folder
+  (TensorBoard logs, checkpoints, videos), never reused, even when two runs start in the
+  same second;
+- :func:`setup_tensorboard` says (or embeds) how to open the dashboard on that folder;
+- :func:`video_display` embeds an ``.mp4`` in the notebook itself (base64), so that the
+  video is still there when the saved notebook is opened elsewhere; a script prints the path;
+- :func:`progress_bar` is tqdm's notebook-aware bar, with the latest evaluation in its postfix;
+- :class:`Profile` sizes budgets: ``Profile.pick(full, fast_test=...)`` returns the tiny
+  fast-test value when the environment variable ``RL_MIND_FAST_TEST=1`` is set (CI sets
+  it), so that every practical runs in seconds there.
+
+What the reader must not get wrong: nothing here imports tensorboard, tqdm or IPython at
+import time; each is imported inside the function that needs it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+__all__ = [
+    "FAST_TEST_ENV_VAR",
+    "OUTPUTS_ENV_VAR",
+    "ProgressBar",
+    "Profile",
+    "is_notebook",
+    "outputs_directory",
+    "progress_bar",
+    "run_directory",
+    "setup_tensorboard",
+    "video_display",
+]
+
+FAST_TEST_ENV_VAR = "RL_MIND_FAST_TEST"
+"""Set to ``1`` to switch every :meth:`Profile.pick` to its fast-test value."""
+
+OUTPUTS_ENV_VAR = "RL_MIND_OUTPUTS"
+"""Overrides the folder returned by :func:`outputs_directory`."""
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------- where are we?
+def is_notebook() -> bool:
+    """True in a notebook kernel (Jupyter, VS Code, Colab); False in a script or IPython's
+    terminal."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    kind = type(shell)
+    name = kind.__name__
+    module = kind.__module__ or ""
+    if name == "ZMQInteractiveShell" or module.startswith("google.colab"):
+        return True
+    # Other front-ends derive from the ZMQ shell (e.g. some VS Code / Colab versions).
+    return any(base.__name__ == "ZMQInteractiveShell" for base in kind.__mro__)
+
+
+# ---------------------------------------------------------------------- folders
+def outputs_directory() -> Path:
+    """The absolute folder where runs, videos and logs are written (created if needed).
+
+    ``$RL_MIND_OUTPUTS`` if set, else ``outputs/`` in the current working directory.
+    """
+    configured = os.environ.get(OUTPUTS_ENV_VAR)
+    path = Path(configured).expanduser() if configured else Path.cwd() / "outputs"
+    path = path.resolve()
+    if path.exists() and not path.is_dir():
+        raise ValueError(
+            f"the outputs directory {path} exists and is a file; remove it or set "
+            f"${OUTPUTS_ENV_VAR} to a folder"
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+_NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _safe_name(name: str) -> str:
+    """A file-name-safe version of ``name`` (``rl_mind/PongDuel-v0`` -> ``rl_mind_PongDuel-v0``)."""
+    cleaned = _NAME_RE.sub("_", name).strip("._")
+    return cleaned or "run"
+
+
+def run_directory(name: str = "run", root: str | os.PathLike[str] | None = None) -> Path:
+    """A fresh, timestamped folder ``<root>/<name>-YYYYmmdd-HHMMSS[-k]``, created and never
+    reused.
+
+    ``root`` defaults to :func:`outputs_directory`. Two runs started in the same second
+    (threads or processes) get distinct folders: the folder is claimed with an atomic
+    ``mkdir``, and a counter ``-2``, ``-3``, ... is appended when the name is taken.
+    Returns the absolute path.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"run_directory(name): expected a str, got {type(name).__name__}")
+    base = Path(root).expanduser().resolve() if root is not None else outputs_directory()
+    if base.exists() and not base.is_dir():
+        raise ValueError(f"run_directory: the root {base} is a file, expected a folder")
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stem = f"{_safe_name(name)}-{stamp}"
+    for k in range(1, 100_000):
+        candidate = base / (stem if k == 1 else f"{stem}-{k}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise RuntimeError(f"run_directory: could not find a free name for {stem} in {base}")
+
+
+# ---------------------------------------------------------------------- TensorBoard
+def setup_tensorboard(
+    log_dir: str | os.PathLike[str] | None = None, *, embed: bool = False
+) -> Path:
+    """Show how to open TensorBoard on ``log_dir`` (default :func:`outputs_directory`).
+
+    In a notebook it displays the two magics to run (``%load_ext tensorboard`` and
+    ``%tensorboard --logdir ...``), or, with ``embed=True``, runs them to embed the
+    dashboard in the notebook. In a script it prints the shell command. Either way it
+    returns the absolute log directory (created if needed); point ``SummaryWriter`` or
+    :func:`run_directory` at it (runs in sub-folders appear as separate curves).
+    """
+    path = Path(log_dir).expanduser().resolve() if log_dir is not None else outputs_directory()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"setup_tensorboard: {path} is a file, expected a folder")
+    path.mkdir(parents=True, exist_ok=True)
+    command = f'tensorboard --logdir "{path}"'
+    if is_notebook():
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+
+        shell = get_ipython()
+        if embed and shell is not None:
+            shell.run_line_magic("load_ext", "tensorboard")
+            shell.run_line_magic("tensorboard", f'--logdir "{path}"')
+        else:
+            display(
+                Markdown(
+                    f"TensorBoard logs: `{path}`\n\n"
+                    f"Open the dashboard in a cell with `%load_ext tensorboard` then "
+                    f'`%tensorboard --logdir "{path}"`, or in a terminal with `{command}`.'
+                )
+            )
+    else:
+        print(f"TensorBoard logs: {path}\nOpen the dashboard with: {command}")
+    return path
+
+
+# ---------------------------------------------------------------------- videos
+def _headless_sdl() -> None:
+    """Tell SDL (pygame, used by gymnasium's classic-control renderers) not to look for a
+    display when there is none, which silences "XDG_RUNTIME_DIR is invalid" errors. Only
+    set when unset and no display exists, so that ``render_mode="human"`` still works."""
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+
+def video_display(path: str | os.PathLike[str], *, width: int | None = None) -> None:
+    """Show an ``.mp4`` inline in a notebook, or print its path from a script.
+
+    In a notebook the video is embedded as base64 data in the cell output, so it stays in
+    the saved notebook (and plays on GitHub-like viewers that allow HTML video).
+    """
+    video = Path(path).expanduser().resolve()
+    if not video.is_file():
+        raise FileNotFoundError(f"video_display: no video file at {video}")
+    if is_notebook():
+        from IPython.display import Video, display
+
+        display(
+            Video(
+                str(video),
+                embed=True,
+                mimetype="video/mp4",
+                width=width,
+                html_attributes="controls loop autoplay muted",
+            )
+        )
+    else:
+        print(f"video: {video}")
+
+
+# ---------------------------------------------------------------------- progress
+class _HasHistory(Protocol):
+    """Anything with a ``history`` list of results that have a ``mean`` (an Evaluator)."""
+
+    @property
+    def history(self) -> Sequence[Any]: ...
+
+
+class ProgressBar:
+    """A tqdm bar (notebook-aware: a widget in a notebook, text in a script) that tracks a
+    training-step counter and shows the latest evaluation in its postfix.
+
+    Build it with :func:`progress_bar`; in the loop call :meth:`update_to` with the total
+    number of training steps so far.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        evaluator: _HasHistory | None = None,
+        *,
+        desc: str = "training",
+        disable: bool | None = None,
+        **tqdm_kwargs: Any,
+    ) -> None:
+        from tqdm.auto import tqdm
+
+        self.evaluator = evaluator
+        self._shown_results = 0
+        self.bar = tqdm(total=total, desc=desc, unit="step", disable=disable, **tqdm_kwargs)
+
+    @property
+    def n(self) -> int:
+        """The position of the bar (training steps)."""
+        return int(self.bar.n)
+
+    def update_to(self, steps: int, **postfix: Any) -> None:
+        """Move the bar to ``steps`` and refresh the postfix: the latest evaluation mean
+        (when the evaluator has a new result) and any extra ``name=value`` pairs."""
+        if steps > self.bar.n:
+            self.bar.update(steps - self.bar.n)
+        values: dict[str, Any] = {}
+        history = self.evaluator.history if self.evaluator is not None else ()
+        if history:
+            last = history[-1]
+            values["eval"] = f"{float(last.mean):.1f}"
+            best = getattr(self.evaluator, "best_reward", None)
+            if best is not None:
+                values["best"] = f"{float(best):.1f}"
+        values.update(postfix)
+        if values and (postfix or len(history) != self._shown_results):
+            self._shown_results = len(history)
+            self.bar.set_postfix(values, refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress_bar(total: int, evaluator: _HasHistory | None = None, **kwargs: Any) -> ProgressBar:
+    """A progress bar over ``total`` training steps, showing ``evaluator``'s latest mean.
+
+    The two-line idiom::
+
+        progress = progress_bar(total_steps, evaluator)  # before the loop
+        progress.update_to(collector.steps)               # in the loop, after the evaluator
+
+    ``kwargs`` go to :class:`ProgressBar` (``desc``, ``disable``, or any tqdm option).
+    """
+    return ProgressBar(total, evaluator, **kwargs)
+
+
+# ---------------------------------------------------------------------- compute profile
+class Profile:
+    """The compute profile: full budgets for students, tiny ones for CI.
+
+    ``Profile.pick(full, fast_test=...)`` returns ``fast_test`` when the environment
+    variable ``RL_MIND_FAST_TEST`` is ``1`` (or ``true``/``yes``), else ``full``::
+
+        total_steps = Profile.pick(100_000, fast_test=2_000)
+    """
+
+    @staticmethod
+    def is_fast_test() -> bool:
+        """True when ``$RL_MIND_FAST_TEST`` is set to ``1``, ``true``, ``yes`` or ``on``."""
+        value = os.environ.get(FAST_TEST_ENV_VAR, "").strip().lower()
+        return value in {"1", "true", "yes", "on"}
+
+    @staticmethod
+    def name() -> str:
+        """``"fast_test"`` or ``"full"``."""
+        return "fast_test" if Profile.is_fast_test() else "full"
+
+    @staticmethod
+    def pick(full: T, *, fast_test: T) -> T:
+        """``fast_test`` under the fast-test profile, else ``full``."""
+        return fast_test if Profile.is_fast_test() else full

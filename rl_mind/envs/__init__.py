@@ -1,7 +1,11 @@
 """Extra environments, registered with gymnasium on ``import rl_mind.envs`` (an explicit opt-in).
 
 - ``CartPoleContinuous-v1``: CartPole with a continuous force in ``[-1, 1]``, 500 steps.
-- ``rl_mind/PongDuel-v0``: the two-player self-play game (see :mod:`rl_mind.envs.pong_duel`).
+- ``rl_mind/PongDuel-v0``: Pong Duel, the two-player self-play game. ``gymnasium.make``
+  gives one match against an opponent (:class:`PongDuelEnv`), ``gymnasium.make_vec`` (and
+  ``rl_mind.VecEnv``) the natively vectorized :class:`PongDuelVectorEnv`;
+  :class:`PongDuelParallelEnv` is the two-player PettingZoo-style view and
+  :class:`PongDuelGame` the batched two-player core. Rules in :mod:`rl_mind.envs.pong_game`.
 
 Importing :mod:`rl_mind` does not import this package: registering environments is a side
 effect that a notebook asks for explicitly.
@@ -12,8 +16,42 @@ from __future__ import annotations
 import gymnasium
 
 from rl_mind.envs.cartpole_continuous import CartPoleContinuousEnv
+from rl_mind.envs.pong_duel import (
+    MatchResult,
+    PongDuelEnv,
+    PongDuelVectorEnv,
+    pong_duel_observation_space,
+)
+from rl_mind.envs.pong_game import PongDuelGame, PongDuelRules, PongDuelStep
+from rl_mind.envs.pong_opponents import (
+    BUILTIN_OPPONENTS,
+    NumpyPolicy,
+    PredictiveOpponent,
+    RandomOpponent,
+    ScriptedOpponent,
+    as_numpy_policy,
+)
+from rl_mind.envs.pong_parallel import PongDuelParallelEnv
+from rl_mind.envs.pong_render import render_frame
 
-__all__ = ["CartPoleContinuousEnv"]
+__all__ = [
+    "BUILTIN_OPPONENTS",
+    "CartPoleContinuousEnv",
+    "MatchResult",
+    "NumpyPolicy",
+    "PongDuelEnv",
+    "PongDuelGame",
+    "PongDuelParallelEnv",
+    "PongDuelRules",
+    "PongDuelStep",
+    "PongDuelVectorEnv",
+    "PredictiveOpponent",
+    "RandomOpponent",
+    "ScriptedOpponent",
+    "as_numpy_policy",
+    "pong_duel_observation_space",
+    "render_frame",
+]
 
 
 def _register() -> None:
@@ -23,6 +61,13 @@ def _register() -> None:
             entry_point="rl_mind.envs.cartpole_continuous:CartPoleContinuousEnv",
             max_episode_steps=500,
             reward_threshold=475.0,
+        )
+    if "rl_mind/PongDuel-v0" not in gymnasium.registry:
+        # No max_episode_steps: the game truncates itself at its own time limit (1,500).
+        gymnasium.register(
+            id="rl_mind/PongDuel-v0",
+            entry_point="rl_mind.envs.pong_duel:PongDuelEnv",
+            vector_entry_point="rl_mind.envs.pong_duel:PongDuelVectorEnv",
         )
 
 

@@ -83,6 +83,8 @@ class TensorStruct:
 
     def _batch_size(self) -> int | None:
         """The shared leading size of the batched fields (``None`` if there is none)."""
+        if self.__dict__.get("_is_item", False):
+            return None
         size: int | None = None
         first_name = ""
         for name, batched in self._fields():
@@ -193,16 +195,19 @@ class TensorStruct:
                 raise IndexError(
                     f"{type(self).__name__}: index {index} out of range for length {n}"
                 )
-            # the leading dimension is removed: build an item, not a batch
-            return type(self)._item(
-                {
-                    name: value[index]
-                    if batched and isinstance(value, (Tensor, TensorStruct))
-                    else value
-                    for name, batched in self._fields()
-                    for value in (getattr(self, name),)
-                }
-            )
+            # the leading dimension is removed: a [T, B] struct gives a [B] struct, a struct
+            # of [N] fields gives one item (0-d fields), which has no length
+            values = {
+                name: value[index]
+                if batched and isinstance(value, (Tensor, TensorStruct))
+                else value
+                for name, batched in self._fields()
+                for value in (getattr(self, name),)
+            }
+            try:
+                return type(self)(**values)
+            except ValueError:
+                return type(self)._item(values)
         return self._apply_batched(lambda t: t[index])
 
     def set_(self, index: Index, value: Self) -> None:

@@ -290,8 +290,9 @@ def _single_obs_converter(
 
     def convert(obs: Any) -> Observation:
         if isinstance(obs, dict):
-            struct = _dict_struct_class(tuple(obs))
-            return struct(**{key: convert(value) for key, value in obs.items()})
+            # gymnasium's Dict space sorts its keys; so does the VecEnv's struct.
+            keys = tuple(sorted(obs))
+            return _dict_struct_class(keys)(**{key: convert(obs[key]) for key in keys})
         if isinstance(obs, (int, np.integer)) and not isinstance(obs, bool):
             return torch.tensor([int(obs)], dtype=torch.long, device=device)
         array = np.asarray(obs)
@@ -361,11 +362,14 @@ def _as_rgb_frame(frame: Any, env_name: str) -> np.ndarray:
 
 
 def _pad_even(frame: np.ndarray) -> np.ndarray:
-    """Pad the bottom/right edge with black so that height and width are even (H.264)."""
+    """Repeat the bottom row / right column so that height and width are even (H.264).
+
+    Repeating the edge, rather than adding black, keeps the colours of the last row from
+    bleeding (yuv420p shares one colour sample between 2x2 pixels)."""
     height, width = frame.shape[:2]
     pad_h, pad_w = height % 2, width % 2
     if pad_h or pad_w:
-        frame = np.pad(frame, ((0, pad_h), (0, pad_w), (0, 0)))
+        frame = np.pad(frame, ((0, pad_h), (0, pad_w), (0, 0)), mode="edge")
     return frame
 
 
@@ -390,8 +394,8 @@ def write_video(
 
     Frames are streamed to ffmpeg (moviepy's writer, with the ffmpeg binary of
     ``imageio-ffmpeg``: no display, no system ffmpeg), so memory stays flat for long
-    episodes. H.264 (``libx264``), ``yuv420p``; odd heights or widths are padded with a black
-    row or column. The file appears under ``path`` only once complete (temporary name,
+    episodes. H.264 (``libx264``), ``yuv420p``; odd heights or widths are padded with one
+    row or column (the edge repeated). The file appears under ``path`` only once complete (temporary name,
     then rename). Returns the absolute path.
     """
     from moviepy.video.io.ffmpeg_writer import FFMPEG_VideoWriter

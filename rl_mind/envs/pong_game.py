@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -383,6 +383,16 @@ class PongDuelGame:
         np.multiply(self.rules.max_steps - self.time, s[9], out=out[9])
 
     # ------------------------------------------------------------------ utilities
+    def builtin_policy(self, name: str) -> Any:
+        """A built-in opponent by name (``"random"``, ``"scripted"``, ``"predictive"``)."""
+        from rl_mind.envs.pong_opponents import as_numpy_policy  # (it imports this module)
+
+        if not isinstance(name, str):
+            raise TypeError(
+                f"PongDuelGame.builtin_policy: expected a name, got {type(name).__name__}"
+            )
+        return as_numpy_policy(name, self.rules)
+
     def mirrored(self) -> PongDuelGame:
         """A copy of this game with the players swapped (``x → -x``): for symmetry checks."""
         other = self.copy()

@@ -1,0 +1,301 @@
+"""Head-to-head evaluation: play matches between two policies, and round robins.
+
+Game-agnostic: a game is any batched two-player zero-sum game following the small
+:class:`TwoPlayerGame` protocol (``M`` matches at once, both players' observations,
+per-match outcomes); :class:`~rl_mind.envs.PongDuelGame` is one, and the default.
+
+A policy is one of: a name the game knows (``game.builtin_policy(name)``, e.g. Pong Duel's
+``"random"``, ``"scripted"``, ``"predictive"``), an :class:`~rl_mind.core.Actor` (played
+with ``actor(obs).value`` under ``torch.no_grad()``: its sampling behaviour; pass
+``actor.act`` to play it deterministically), or a batched callable
+``obs [K, ...] tensor -> actions [K]``.
+
+What the reader must not get wrong: :func:`play_matches` plays both sides equally (half of
+the matches with A as player 0, half as player 1), so a first-player advantage cancels
+out; and the confidence intervals assume independent matches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from statistics import NormalDist
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = [
+    "GameFactory",
+    "MatchStats",
+    "RoundRobinResults",
+    "TwoPlayerGame",
+    "TwoPlayerStep",
+    "play_matches",
+    "round_robin",
+]
+
+
+class TwoPlayerStep(Protocol):
+    """What a :class:`TwoPlayerGame` step returns: ``[M]`` arrays."""
+
+    @property
+    def terminated(self) -> np.ndarray: ...  # [M] bool
+    @property
+    def truncated(self) -> np.ndarray: ...  # [M] bool (a draw)
+    @property
+    def outcome(self) -> np.ndarray: ...  # [M] +1 player 0 won, -1 player 1 won, 0 draw
+
+
+@runtime_checkable
+class TwoPlayerGame(Protocol):
+    """``M`` matches of a two-player zero-sum game, stepped together.
+
+    ``reset`` starts every match and returns both players' observations ``[2, M, ...]``
+    (each from its own point of view); ``step(actions [2, M])`` plays one move of both
+    players everywhere and returns a :class:`TwoPlayerStep`; ``observe()`` gives the current
+    observations ``[2, M, ...]``. A match that ended may keep being stepped: its later
+    results are ignored. Optionally ``builtin_policy(name)`` resolves policy names.
+    """
+
+    num_matches: int
+
+    def reset(self, seed: int | None = None) -> np.ndarray: ...
+    def step(self, actions: np.ndarray) -> TwoPlayerStep: ...
+    def observe(self) -> np.ndarray: ...
+
+
+#: Builds a game of ``num_matches`` matches: ``factory(num_matches, seed)``.
+GameFactory = Callable[[int, "int | None"], TwoPlayerGame]
+
+
+def _pong_duel(num_matches: int, seed: int | None) -> TwoPlayerGame:
+    from rl_mind.envs.pong_game import PongDuelGame  # lazily: envs are an opt-in import
+
+    return PongDuelGame(num_matches, seed=seed)
+
+
+def _numpy_policy(spec: Any, game: TwoPlayerGame) -> Callable[[np.ndarray], np.ndarray]:
+    """Any policy spec as ``obs [K, ...] numpy -> actions [K] numpy``."""
+    if isinstance(spec, str):
+        builtin = getattr(game, "builtin_policy", None)
+        if builtin is None:
+            raise ValueError(
+                f"policy {spec!r}: this game ({type(game).__name__}) has no built-in policies; "
+                "pass an Actor or a batched callable obs -> actions"
+            )
+        spec = builtin(spec)  # raises ValueError on an unknown name
+    act_numpy = getattr(spec, "act_numpy", None)
+    if act_numpy is not None:
+        return act_numpy  # type: ignore[no-any-return]
+    if not callable(spec):
+        raise TypeError(
+            f"a policy must be a name, an Actor or a batched callable obs -> actions, got "
+            f"{type(spec).__name__}"
+        )
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        obs_tensor = torch.from_numpy(obs)
+        if isinstance(spec, nn.Module):
+            parameter = next(spec.parameters(), None)
+            if parameter is not None:
+                obs_tensor = obs_tensor.to(parameter.device)
+        with torch.no_grad():
+            out = spec(obs_tensor)
+        value = getattr(out, "value", out)
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().numpy()
+        return np.asarray(value)
+
+    return act
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchStats:
+    """Results of A against B: ``wins`` / ``draws`` / ``losses`` are A's.
+
+    ``score`` = (wins + draws / 2) / matches; intervals at ``confidence`` (95%):
+    ``win_rate_interval`` (Wilson score interval of the win rate) and ``score_interval``
+    (normal approximation of the mean score).
+    """
+
+    wins: int
+    draws: int
+    losses: int
+    confidence: float = 0.95
+
+    @property
+    def matches(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.matches if self.matches else float("nan")
+
+    @property
+    def draw_rate(self) -> float:
+        return self.draws / self.matches if self.matches else float("nan")
+
+    @property
+    def loss_rate(self) -> float:
+        return self.losses / self.matches if self.matches else float("nan")
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / self.matches if self.matches else float("nan")
+
+    @property
+    def _z(self) -> float:
+        return NormalDist().inv_cdf(0.5 + self.confidence / 2)
+
+    @property
+    def win_rate_interval(self) -> tuple[float, float]:
+        n, z = self.matches, self._z
+        if n == 0:
+            return (0.0, 1.0)
+        p = self.wins / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return (max(0.0, centre - half), min(1.0, centre + half))
+
+    @property
+    def score_interval(self) -> tuple[float, float]:
+        n = self.matches
+        if n == 0:
+            return (0.0, 1.0)
+        mean = self.score
+        second = (self.wins + 0.25 * self.draws) / n
+        std = math.sqrt(max(second - mean * mean, 0.0) / n)
+        return (max(0.0, mean - self._z * std), min(1.0, mean + self._z * std))
+
+    def __str__(self) -> str:
+        low, high = self.win_rate_interval
+        return (
+            f"{self.wins} wins / {self.draws} draws / {self.losses} losses over {self.matches} "
+            f"matches: win rate {self.win_rate:.1%} ({self.confidence:.0%} CI {low:.1%}–{high:.1%}), "
+            f"score {self.score:.1%}"
+        )
+
+
+def play_matches(
+    policy_a: Any,
+    policy_b: Any,
+    n_matches: int,
+    *,
+    game: GameFactory | None = None,
+    seed: int | None = None,
+    batch_size: int = 1024,
+    max_steps: int = 100_000,
+) -> MatchStats:
+    """Play ``n_matches`` matches of A against B, A on each side half of the time.
+
+    Args:
+        policy_a, policy_b: policies (see the module docstring).
+        n_matches: the number of matches (the first ``ceil(n/2)`` with A as player 0).
+        game: ``factory(num_matches, seed) -> TwoPlayerGame``; default Pong Duel.
+        seed: seeds the games (the matches are then reproducible when the policies are).
+        batch_size: the most matches played at once.
+        max_steps: a safety limit on the steps of one batch (a game must end its matches).
+
+    Returns:
+        :class:`MatchStats` from A's point of view.
+    """
+    if not isinstance(n_matches, int) or n_matches < 1:
+        raise ValueError(f"play_matches: n_matches must be a positive int, got {n_matches!r}")
+    factory = game if game is not None else _pong_duel
+    a_first = np.zeros(n_matches, dtype=bool)
+    a_first[: (n_matches + 1) // 2] = True
+    wins = draws = losses = 0
+    for batch, start in enumerate(range(0, n_matches, batch_size)):
+        sides = a_first[start : start + batch_size]
+        batch_seed = None if seed is None else seed + 1_000_003 * batch
+        outcome = _play_batch(policy_a, policy_b, sides, factory, batch_seed, max_steps)
+        wins += int((outcome > 0).sum())
+        draws += int((outcome == 0).sum())
+        losses += int((outcome < 0).sum())
+    return MatchStats(wins, draws, losses)
+
+
+def _play_batch(
+    policy_a: Any,
+    policy_b: Any,
+    a_first: np.ndarray,
+    factory: GameFactory,
+    seed: int | None,
+    max_steps: int,
+) -> np.ndarray:
+    """Outcomes ``[M]`` from A's point of view; A is player 0 where ``a_first``."""
+    m = len(a_first)
+    g = factory(m, seed)
+    act_a, act_b = _numpy_policy(policy_a, g), _numpy_policy(policy_b, g)
+    obs = g.reset(seed)
+    a_side = np.where(a_first, 0, 1)
+    rows = np.arange(m)
+    outcome = np.zeros(m, dtype=np.int64)
+    finished = np.zeros(m, dtype=bool)
+    for _ in range(max_steps):
+        actions = np.empty((2, m), dtype=np.int64)
+        actions[a_side, rows] = act_a(obs[a_side, rows])
+        actions[1 - a_side, rows] = act_b(obs[1 - a_side, rows])
+        result = g.step(actions)
+        ended = (np.asarray(result.terminated) | np.asarray(result.truncated)) & ~finished
+        if ended.any():
+            player0 = np.asarray(result.outcome)[ended]
+            outcome[ended] = np.where(a_first[ended], player0, -player0)
+            finished |= ended
+            if finished.all():
+                return outcome
+        obs = g.observe()
+    raise RuntimeError(
+        f"play_matches: {int((~finished).sum())} matches did not end in {max_steps} steps"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundRobinResults:
+    """``wins[i, j]``: matches ``names[i]`` won against ``names[j]``; ``draws`` symmetric."""
+
+    names: tuple[str, ...]
+    wins: np.ndarray
+    draws: np.ndarray
+
+    def stats(self, a: str, b: str) -> MatchStats:
+        i, j = self.names.index(a), self.names.index(b)
+        return MatchStats(int(self.wins[i, j]), int(self.draws[i, j]), int(self.wins[j, i]))
+
+
+def round_robin(
+    players: Mapping[str, Any] | Sequence[tuple[str, Any]],
+    n_matches: int,
+    *,
+    game: GameFactory | None = None,
+    seed: int | None = None,
+    batch_size: int = 1024,
+) -> RoundRobinResults:
+    """Every pair of ``players`` (name → policy) plays ``n_matches`` matches (:func:`play_matches`).
+
+    Feed the result to :func:`~rl_mind.selfplay.ratings.bradley_terry`.
+    """
+    items = list(players.items()) if isinstance(players, Mapping) else list(players)
+    names = tuple(name for name, _ in items)
+    if len(set(names)) != len(names):
+        raise ValueError(f"round_robin: player names must be unique, got {names}")
+    p = len(items)
+    wins = np.zeros((p, p))
+    draws = np.zeros((p, p))
+    for i in range(p):
+        for j in range(i + 1, p):
+            pair_seed = None if seed is None else seed + 7919 * (i * p + j)
+            s = play_matches(
+                items[i][1],
+                items[j][1],
+                n_matches,
+                game=game,
+                seed=pair_seed,
+                batch_size=batch_size,
+            )
+            wins[i, j], wins[j, i] = s.wins, s.losses
+            draws[i, j] = draws[j, i] = s.draws
+    return RoundRobinResults(names, wins, draws)

@@ -225,18 +225,21 @@ class ProgressBar:
 
         self.evaluator = evaluator
         self._shown_results = 0
+        self._steps = 0
+        # disable=None: a bar in a notebook or a terminal, none when output goes to a log.
         self.bar = tqdm(total=total, desc=desc, unit="step", disable=disable, **tqdm_kwargs)
 
     @property
     def n(self) -> int:
-        """The position of the bar (training steps)."""
-        return int(self.bar.n)
+        """The position of the bar (training steps), also tracked when the bar is hidden."""
+        return self._steps
 
     def update_to(self, steps: int, **postfix: Any) -> None:
         """Move the bar to ``steps`` and refresh the postfix: the latest evaluation mean
         (when the evaluator has a new result) and any extra ``name=value`` pairs."""
-        if steps > self.bar.n:
-            self.bar.update(steps - self.bar.n)
+        if steps > self._steps:
+            self.bar.update(steps - self._steps)
+            self._steps = int(steps)
         values: dict[str, Any] = {}
         history = self.evaluator.history if self.evaluator is not None else ()
         if history:

@@ -1,0 +1,240 @@
+"""Tests of rl_mind.notebook, and of a small notebook executed headless (nbclient)."""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import io
+import multiprocessing
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import imageio_ffmpeg
+import pytest
+
+import rl_mind.notebook as notebook
+from rl_mind import (
+    Profile,
+    is_notebook,
+    outputs_directory,
+    progress_bar,
+    run_directory,
+    setup_tensorboard,
+    video_display,
+)
+
+NOTEBOOKS = Path(__file__).parent / "notebooks"
+
+
+def fake_shell(monkeypatch: pytest.MonkeyPatch, class_name: str, module: str) -> None:
+    """Make IPython.get_ipython() return an instance of a class called ``class_name``."""
+    import IPython
+
+    shell_class = type(class_name, (), {})
+    shell_class.__module__ = module
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell_class())
+
+
+# ---------------------------------------------------------------------- is_notebook
+def test_is_notebook_is_false_in_a_script() -> None:
+    assert is_notebook() is False
+
+
+@pytest.mark.parametrize(
+    ("class_name", "module", "expected"),
+    [
+        ("ZMQInteractiveShell", "ipykernel.zmqshell", True),  # Jupyter, VS Code
+        ("Shell", "google.colab._shell", True),  # Colab
+        ("TerminalInteractiveShell", "IPython.terminal.interactiveshell", False),
+    ],
+)
+def test_is_notebook_recognises_the_front_end(
+    monkeypatch: pytest.MonkeyPatch, class_name: str, module: str, expected: bool
+) -> None:
+    fake_shell(monkeypatch, class_name, module)
+    assert is_notebook() is expected
+
+
+# ---------------------------------------------------------------------- folders
+def test_outputs_directory_is_absolute_and_configurable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(notebook.OUTPUTS_ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert outputs_directory() == (tmp_path / "outputs").resolve()
+    assert (tmp_path / "outputs").is_dir()
+    monkeypatch.setenv(notebook.OUTPUTS_ENV_VAR, "elsewhere/out")
+    assert outputs_directory() == (tmp_path / "elsewhere" / "out").resolve()
+    (tmp_path / "a_file").write_text("x")
+    monkeypatch.setenv(notebook.OUTPUTS_ENV_VAR, str(tmp_path / "a_file"))
+    with pytest.raises(ValueError, match="is a file"):
+        outputs_directory()
+
+
+def test_run_directory_is_a_fresh_timestamped_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(notebook.OUTPUTS_ENV_VAR, str(tmp_path))
+    first = run_directory("dqn cartpole/v1")
+    second = run_directory("dqn cartpole/v1")
+    assert first != second and first.is_dir() and second.is_dir()
+    assert first.parent == tmp_path.resolve() and not list(first.iterdir())
+    assert re.fullmatch(r"dqn_cartpole_v1-\d{8}-\d{6}(-\d+)?", first.name), first.name
+    assert run_directory("x", root=tmp_path / "runs").parent == (tmp_path / "runs").resolve()
+
+
+def _make_run_directory(root: str) -> str:
+    return str(run_directory("same-second", root=root))
+
+
+def test_run_directory_never_reuses_a_folder_under_concurrent_calls(tmp_path: Path) -> None:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        threads = list(pool.map(_make_run_directory, [str(tmp_path)] * 64))
+    context = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=4, mp_context=context) as pool:
+        processes = list(pool.map(_make_run_directory, [str(tmp_path)] * 16))
+    folders = threads + processes
+    assert len(set(folders)) == len(folders) == 80
+    assert len(list(tmp_path.iterdir())) == 80
+
+
+# ---------------------------------------------------------------------- TensorBoard
+def test_setup_tensorboard_prints_the_command_from_a_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_dir = setup_tensorboard(tmp_path / "logs")
+    assert log_dir == (tmp_path / "logs").resolve() and log_dir.is_dir()
+    assert f'tensorboard --logdir "{log_dir}"' in capsys.readouterr().out
+
+
+def test_setup_tensorboard_shows_the_magics_in_a_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import IPython.display
+
+    shown: list[Any] = []
+    monkeypatch.setattr(notebook, "is_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **_: shown.extend(objs))
+    log_dir = setup_tensorboard(tmp_path)
+    text = shown[0].data
+    assert "%load_ext tensorboard" in text and f'%tensorboard --logdir "{log_dir}"' in text
+
+
+# ---------------------------------------------------------------------- videos
+def make_video(path: Path, n_frames: int = 5) -> Path:
+    import numpy as np
+
+    from rl_mind import write_video
+
+    frames = [np.full((16, 24, 3), 40 * i, dtype=np.uint8) for i in range(n_frames)]
+    return write_video(frames, path, fps=10)
+
+
+def test_video_display_prints_the_path_from_a_script(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make_video(tmp_path / "clip.mp4")
+    video_display(path)
+    assert str(path) in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError, match="missing.mp4"):
+        video_display(tmp_path / "missing.mp4")
+
+
+def test_video_display_embeds_the_video_in_a_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import IPython.display
+
+    shown: list[Any] = []
+    monkeypatch.setattr(notebook, "is_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **_: shown.extend(objs))
+    path = make_video(tmp_path / "clip.mp4")
+    video_display(path)
+    html = shown[0]._repr_html_()
+    payload = re.search(r"data:video/mp4;base64,([A-Za-z0-9+/=\s]+)", html)
+    assert payload is not None
+    assert base64.b64decode(payload.group(1)) == path.read_bytes()
+
+
+# ---------------------------------------------------------------------- progress and profile
+class FakeResult:
+    def __init__(self, mean: float) -> None:
+        self.mean = mean
+
+
+class FakeEvaluator:
+    def __init__(self) -> None:
+        self.history: list[FakeResult] = []
+        self.best_reward: float | None = None
+
+
+def test_progress_bar_tracks_steps_and_shows_the_latest_evaluation() -> None:
+    evaluator = FakeEvaluator()
+    output = io.StringIO()
+    with progress_bar(
+        1000, evaluator, file=output, mininterval=0, ascii=True, disable=False
+    ) as progress:
+        progress.update_to(100)
+        assert progress.n == 100
+        evaluator.history.append(FakeResult(12.25))
+        evaluator.best_reward = 12.25
+        progress.update_to(300)
+        progress.update_to(250)  # a step counter never goes back
+        assert progress.n == 300
+        progress.update_to(400, loss=0.5)
+        assert progress.bar.postfix is not None
+        assert "eval=12.2" in progress.bar.postfix and "loss=0.5" in progress.bar.postfix
+    assert "eval=12.2" in output.getvalue()
+
+
+def test_profile_pick_switches_on_the_environment_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RL_MIND_FAST_TEST", raising=False)
+    assert Profile.pick(100_000, fast_test=500) == 100_000 and Profile.name() == "full"
+    for value in ("1", "true", "YES"):
+        monkeypatch.setenv("RL_MIND_FAST_TEST", value)
+        assert Profile.pick(100_000, fast_test=500) == 500 and Profile.name() == "fast_test"
+    monkeypatch.setenv("RL_MIND_FAST_TEST", "0")
+    assert Profile.pick("full", fast_test="tiny") == "full"
+
+
+# ---------------------------------------------------------------------- an executed notebook
+def test_a_notebook_evaluates_an_actor_and_embeds_its_video(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("RL_MIND_FAST_TEST", "1")
+    monkeypatch.setenv(notebook.OUTPUTS_ENV_VAR, str(tmp_path / "outputs"))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(NOTEBOOKS / "evaluate_and_watch.ipynb", as_version=4)
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    saved = tmp_path / "executed.ipynb"
+    nbformat.write(nb, saved)
+    outputs = [
+        o for cell in nbformat.read(saved, as_version=4).cells for o in cell.get("outputs", [])
+    ]
+    html = "".join(str(o.get("data", {}).get("text/html", "")) for o in outputs)
+    payload = re.search(r"data:video/mp4;base64,([A-Za-z0-9+/=\s]+)", html)
+    assert payload is not None, "the video is embedded in the saved notebook"
+    video = tmp_path / "from_notebook.mp4"
+    video.write_bytes(base64.b64decode(payload.group(1)))
+    reader = imageio_ffmpeg.read_frames(str(video))
+    meta = next(reader)
+    assert meta["size"] == (600, 400) and sum(1 for _ in reader) == 31  # fast-test: 30 steps
+    # the run folder holds the event file and the best actor; the plot and widget were shown
+    runs = list((tmp_path / "outputs").glob("notebook-test-*"))
+    assert len(runs) == 1
+    assert (runs[0] / "best_actor.pt").is_file() and list(runs[0].glob("events.out.tfevents.*"))
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs)
+    text = "".join(str(o.get("text", "")) for o in outputs)
+    assert "best mean return: 500.0" in text
+    assert re.search(r"FrameViewer\([2-8] frames kept of 13", text), text

@@ -44,8 +44,40 @@ from rl_mind.notebook import (
 from rl_mind.rendering import FrameViewer
 
 # --- practicals (checks)
+# isort: split
+from rl_mind.checks import (
+    check_a2c_loss,
+    check_discounted_returns,
+    check_dqn_loss,
+    check_dqn_td_target,
+    check_gae,
+    check_nstep_returns,
+    check_ppo_policy_loss,
+    check_ppo_value_loss,
+    check_reinforce_loss,
+    check_sac_actor_loss,
+    check_sac_target,
+    check_sac_temperature_loss,
+    check_td3_actor_loss,
+    check_td3_target,
+    check_update_targets,
+)
 
 # --- self-play
+from rl_mind.selfplay import (
+    EloTable,
+    Leaderboard,
+    LeaderboardRow,
+    MatchStats,
+    OpponentPool,
+    RoundRobinResults,
+    Snapshot,
+    TwoPlayerGame,
+    bradley_terry,
+    elo_expected_score,
+    play_matches,
+    round_robin,
+)
 
 __version__ = "0.5.0"
 
@@ -89,5 +121,32 @@ __all__ = [
     "video_display",
     "write_video",
     # practicals (checks)
+    "check_a2c_loss",
+    "check_discounted_returns",
+    "check_dqn_loss",
+    "check_dqn_td_target",
+    "check_gae",
+    "check_nstep_returns",
+    "check_ppo_policy_loss",
+    "check_ppo_value_loss",
+    "check_reinforce_loss",
+    "check_sac_actor_loss",
+    "check_sac_target",
+    "check_sac_temperature_loss",
+    "check_td3_actor_loss",
+    "check_td3_target",
+    "check_update_targets",
     # self-play
+    "EloTable",
+    "Leaderboard",
+    "LeaderboardRow",
+    "MatchStats",
+    "OpponentPool",
+    "RoundRobinResults",
+    "Snapshot",
+    "TwoPlayerGame",
+    "bradley_terry",
+    "elo_expected_score",
+    "play_matches",
+    "round_robin",
 ]

@@ -54,12 +54,6 @@ def _stack(items: list[Any]) -> Any:
     return type(first).stack(items)
 
 
-def _to_device(obs: Observation, device: torch.device | None) -> Observation:
-    if device is None or obs.device == device:
-        return obs
-    return obs.to(device)
-
-
 def _policy_device(actor: Any) -> torch.device | None:
     if isinstance(actor, nn.Module):
         for tensor in actor.parameters():
@@ -124,7 +118,7 @@ class _Collector(Generic[ActionT]):
         self._carry_length = torch.zeros(B, dtype=torch.long)
         # [T, B] (reward, done, counted) of the calls not yet folded into the carries; the
         # statistics are computed when read, so that collect(1) at every step stays cheap
-        self._pending: list[tuple[Tensor, Tensor, Tensor]] = []
+        self._pending: list[tuple[Tensor, Tensor, Tensor | None]] = []
         self._stats: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
 
     @property
@@ -145,7 +139,11 @@ class _Collector(Generic[ActionT]):
     def _fold(self) -> tuple[Tensor, Tensor]:
         """Fold the pending segments into the carries; the stats of the last one's episodes."""
         last_length = self._pending[-1][0].shape[0]
-        reward, done, counted = (torch.cat(column) for column in zip(*self._pending))
+        reward = torch.cat([r for r, _d, _c in self._pending]).cpu()
+        done = torch.cat([d for _r, d, _c in self._pending]).cpu()
+        counted = torch.cat(
+            [torch.ones_like(d) if c is None else c for _r, d, c in self._pending]
+        ).cpu()
         self._pending.clear()
         returns, lengths, end_time, self._carry_return, self._carry_length = _episode_stats(
             reward, done, counted, self._carry_return, self._carry_length
@@ -153,9 +151,10 @@ class _Collector(Generic[ActionT]):
         in_last = end_time >= reward.shape[0] - last_length
         return returns[in_last], lengths[in_last]
 
-    def _act(self, obs: Observation) -> ActionT:
-        device = _policy_device(self.actor)
-        action = self.actor(_to_device(obs, device))
+    def _act(self, obs: Observation, device: torch.device | None) -> ActionT:
+        if device is not None and obs.device != device:
+            obs = obs.to(device)
+        action = self.actor(obs)
         if not isinstance(action, Action):
             raise TypeError(
                 f"the actor must return an Action (e.g. Action(value) or "
@@ -169,9 +168,10 @@ class _Collector(Generic[ActionT]):
         observations: list[Observation] = []
         actions: list[ActionT] = []
         steps: list[EnvStep] = []
+        device = _policy_device(self.actor)
         with torch.no_grad():
             for _ in range(n_steps):
-                action = self._act(obs)
+                action = self._act(obs, device)
                 step = self.env.step(action)
                 observations.append(obs)
                 actions.append(action)
@@ -180,11 +180,12 @@ class _Collector(Generic[ActionT]):
         self._obs = obs
         return observations, actions, steps
 
-    def _record_stats(self, reward: Tensor, done: Tensor, counted: Tensor) -> None:
-        """Queue a ``[T, B]`` segment for the episode statistics of this call."""
+    def _record_stats(self, reward: Tensor, done: Tensor, counted: Tensor | None) -> None:
+        """Queue a ``[T, B]`` segment for the episode statistics of this call
+        (``counted`` None: every step counts)."""
         if len(self._pending) >= 256:  # bound the memory of calls nobody asked stats for
             self._fold()
-        self._pending.append((reward.cpu(), done.cpu(), counted.cpu()))
+        self._pending.append((reward, done, counted))
 
 
 class TransitionCollector(_Collector[ActionT]):
@@ -199,9 +200,11 @@ class TransitionCollector(_Collector[ActionT]):
         """Run ``n_steps`` steps of every copy; returns the valid transitions (time-major)."""
         _check_count("n_steps", n_steps)
         observations, actions, steps = self._run(n_steps)
-        if n_steps == 1:
+        if n_steps == 1:  # the usual off-policy pattern: keep it lean
             obs, action, step = observations[0], actions[0], steps[0]
-            data = Transitions(obs, action, step.reward, step.next_obs, step.terminated)
+            data: Transitions[ActionT] = Transitions._trusted(
+                obs, action, step.reward, step.next_obs, step.terminated
+            )
             autoreset, done, reward = step.autoreset, step.done[None], step.reward[None]
         else:
             stacked = EnvStep.stack(steps)
@@ -215,10 +218,11 @@ class TransitionCollector(_Collector[ActionT]):
             autoreset, done, reward = stacked.autoreset, stacked.done, stacked.reward
         if not self.env.same_step_reset and bool(autoreset.any()):
             data = data[~autoreset.flatten()]
-            valid = ~autoreset.reshape(done.shape)
+            valid: Tensor | None = ~autoreset.reshape(done.shape)
+            self.steps += len(data)
         else:
-            valid = torch.ones_like(done)
-        self.steps += len(data)
+            valid = None
+            self.steps += done.numel()
         self._record_stats(reward, done, valid)
         return data
 
@@ -254,7 +258,7 @@ class RolloutCollector(_Collector[ActionT]):
             stacked.truncated,
         )
         self.steps += n_steps * self.env.num_envs
-        self._record_stats(stacked.reward, stacked.done, torch.ones_like(stacked.done))
+        self._record_stats(stacked.reward, stacked.done, None)
         return rollout
 
 
@@ -292,18 +296,23 @@ class EpisodeCollector(_Collector[ActionT]):
         observations: list[Observation] = []
         actions: list[ActionT] = []
         steps: list[EnvStep] = []
-        # the per-step work: act, step, keep references, count finished episodes
+        device = _policy_device(self.actor)
+        # the per-step work: act, step, keep references; every 8 steps, count the finished
+        # episodes (a few extra steps past the quota cost less than a check at every step)
         with torch.no_grad():
-            for _ in range(self.max_steps):
-                action = self._act(obs)
+            for t in range(1, self.max_steps + 1):
+                action = self._act(obs, device)
                 step = self.env.step(action)
                 observations.append(obs)
                 actions.append(action)
                 steps.append(step)
-                finished += step.done
                 obs = step.obs
-                if bool((finished >= quota).all()):
-                    break
+                if t % 8 == 0 or t == self.max_steps:
+                    recent = steps[-8:] if t % 8 == 0 else steps[-(t % 8) :]
+                    for recent_step in recent:
+                        finished += recent_step.done
+                    if bool((finished >= quota).all()):
+                        break
             else:
                 raise RuntimeError(
                     f"EpisodeCollector: after {self.max_steps} steps per copy, only "

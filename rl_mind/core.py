@@ -116,6 +116,18 @@ class TensorStruct:
         return size
 
     # ------------------------------------------------------------------ construction
+    @classmethod
+    def _trusted(cls, *values: Any) -> Self:
+        """Build from field values in order, without the leading-size check.
+
+        For the package's hot paths (one call per environment step) whose inputs are
+        consistent by construction; user code goes through the checked constructor.
+        """
+        struct = object.__new__(cls)
+        for (name, _batched), value in zip(cls._fields(), values, strict=True):
+            object.__setattr__(struct, name, value)
+        return struct
+
     def _replace_fields(self, fn: Callable[[str, bool, Any], Any]) -> Self:
         values = {name: fn(name, batched, getattr(self, name)) for name, batched in self._fields()}
         if self.__dict__.get("_is_item", False):

@@ -98,6 +98,9 @@ class _Converter:
     def __init__(self, space: spaces.Space[Any], device: torch.device) -> None:
         self.space = space
         self.device = device
+        self.on_cpu = device.type == "cpu"
+        self.is_dict = isinstance(space, spaces.Dict)
+        self.dtype: torch.dtype | None = None
         if isinstance(space, spaces.Dict):
             self.children = {key: _Converter(sub, device) for key, sub in space.spaces.items()}
             self.struct = _dict_struct_class(tuple(space.spaces))
@@ -112,15 +115,14 @@ class _Converter:
             )
 
     def __call__(self, batch: Any) -> Observation:
-        if isinstance(self.space, spaces.Dict):
+        if self.is_dict:
             return self.struct(**{key: conv(batch[key]) for key, conv in self.children.items()})
-        array = np.ascontiguousarray(batch)
-        if not array.flags.writeable:
-            array = array.copy()
-        tensor = torch.from_numpy(array)
+        if type(batch) is not np.ndarray or not batch.flags.writeable:
+            batch = np.array(batch)  # a copy we own (gymnasium may reuse its buffers)
+        tensor = torch.from_numpy(batch)
         if self.dtype is not None and tensor.dtype != self.dtype:
             tensor = tensor.to(self.dtype)
-        if self.device.type != "cpu":
+        if not self.on_cpu:
             tensor = tensor.to(self.device)
         return tensor
 
@@ -146,6 +148,15 @@ def _replace_rows(batch: Observation, mask: Tensor, rows: Observation) -> Observ
     index = mask.nonzero().squeeze(1)
     out_struct.set_(index, rows)  # type: ignore[arg-type]
     return out_struct
+
+
+def _tensor(array: Any, dtype: type, device: torch.device | None) -> Tensor:
+    """A [B] numpy array as a tensor of ``dtype`` (zero-copy when it already is one);
+    ``device`` None means the CPU."""
+    if type(array) is not np.ndarray or array.dtype != dtype:
+        array = np.asarray(array).astype(dtype)
+    tensor = torch.from_numpy(array)
+    return tensor if device is None else tensor.to(device)
 
 
 def _accepts_kwarg(creator: Any, name: str) -> bool:
@@ -220,8 +231,8 @@ class VecEnv:
                 f"VecEnv supports Discrete and Box action spaces, got {self._action_space}"
             )
         # next-step mode: copies whose next step is an auto-reset (their last step ended)
-        self._pending_reset = np.zeros(num_envs, dtype=bool)
         self._no_reset = torch.zeros(num_envs, dtype=torch.bool, device=self._device)
+        self._pending_reset = self._no_reset
         self._needs_reset = True
         self._closed = False
         if seed is not None:
@@ -364,7 +375,7 @@ class VecEnv:
         if seed is None and self._needs_reset:
             seed = self._seed
         obs, _info = self._gym_env.reset(seed=seed)
-        self._pending_reset[:] = False
+        self._pending_reset = self._no_reset
         self._needs_reset = False
         return self._convert(obs)
 
@@ -373,93 +384,96 @@ class VecEnv:
             raise RuntimeError(f"VecEnv({self._env_name!r}) is closed")
 
     def _to_numpy_actions(self, actions: Tensor | Action) -> np.ndarray:
+        """Check ``actions`` and convert them for gymnasium (kept lean: it runs every step)."""
         if isinstance(actions, Action):
             actions = actions.value
         if not isinstance(actions, Tensor):
             raise TypeError(
                 f"step expects a tensor of actions or an Action, got {type(actions).__name__}"
             )
-        actions = actions.detach()
         B = self._num_envs
+        array = actions.detach().cpu().numpy()
         if self.is_continuous:
             shape = (B, *self._action_space.shape)  # type: ignore[misc]
-            if tuple(actions.shape) != shape:
-                if tuple(actions.shape) == (B,) and shape == (B, 1):
-                    hint = " (a [B] tensor: use actions.unsqueeze(-1))"
-                else:
-                    hint = ""
+            if array.shape != shape:
+                hint = " (use actions.unsqueeze(-1))" if array.shape == (B,) == shape[:1] else ""
                 raise ValueError(
                     f"expected continuous actions of shape {list(shape)} "
-                    f"([num_envs, action_dim]), got {list(actions.shape)}{hint}"
+                    f"([num_envs, action_dim]), got {list(array.shape)}{hint}"
                 )
-            if not actions.is_floating_point():
+            if array.dtype.kind != "f":
                 raise ValueError(
                     f"expected floating-point continuous actions, got dtype {actions.dtype}"
                 )
-            if not bool(torch.isfinite(actions).all()):
+            if not np.isfinite(array).all():
+                bad_rows = np.flatnonzero(~np.isfinite(array).reshape(B, -1).all(1)).tolist()
                 raise ValueError(
-                    f"continuous actions must be finite, got non-finite values in rows "
-                    f"{(~torch.isfinite(actions)).flatten(1).any(1).nonzero().flatten().tolist()}"
+                    f"continuous actions must be finite, got NaN or inf in rows {bad_rows}"
                 )
-            array = actions.cpu().numpy()
             return array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
-        # discrete
-        if tuple(actions.shape) != (B,):
-            hint = " (squeeze the last dimension)" if tuple(actions.shape) == (B, 1) else ""
+        if array.shape != (B,):
+            hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
             raise ValueError(
                 f"expected discrete actions of shape [{B}] ([num_envs]), "
-                f"got {list(actions.shape)}{hint}"
+                f"got {list(array.shape)}{hint}"
             )
-        if actions.is_floating_point() or actions.is_complex() or actions.dtype == torch.bool:
+        if array.dtype.kind not in "iu":
             raise ValueError(
                 f"expected integer discrete actions (torch.long), got dtype {actions.dtype}; "
                 f"use actions.long() if the values are whole numbers"
             )
         low, high = self._action_low, self._action_high
-        if bool(((actions < low) | (actions >= high)).any()):
+        # (a Python min/max over a short list is cheaper than two numpy reductions)
+        values = array.tolist() if B <= 64 else array
+        if min(values) < low or max(values) >= high:
             raise ValueError(
-                f"discrete actions must lie in [{low}, {high - 1}], got {actions.tolist()}"
+                f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
             )
-        return actions.cpu().numpy().astype(np.int64, copy=False)
+        return array.astype(np.int64, copy=False)
 
     def step(self, actions: Tensor | Action) -> EnvStep:
         """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float).
 
         Bad actions raise a ``ValueError`` before anything reaches gymnasium.
         """
-        self._check_open()
-        if self._needs_reset:
+        if self._closed or self._needs_reset:
+            self._check_open()
             raise RuntimeError("call reset() before step()")
         array = self._to_numpy_actions(actions)
         obs_np, reward_np, terminated_np, truncated_np, info = self._gym_env.step(array)
         obs = self._convert(obs_np)
-        device = self._device
-        reward = torch.as_tensor(reward_np, dtype=torch.float32, device=device)
-        terminated = torch.as_tensor(terminated_np, dtype=torch.bool, device=device)
-        truncated = torch.as_tensor(truncated_np, dtype=torch.bool, device=device)
-        done_np = np.logical_or(terminated_np, truncated_np)
+        device = None if self._convert.on_cpu else self._device
+        reward = _tensor(reward_np, np.float32, device)
+        terminated = _tensor(terminated_np, np.bool_, device)
+        truncated = _tensor(truncated_np, np.bool_, device)
         if self._same_step_reset:
             autoreset = self._no_reset
             next_obs = obs
-            if done_np.any():
-                mask_np = info.get("_final_obs", done_np)
-                final = info["final_obs"]
-                if isinstance(final, np.ndarray) and final.dtype != object:
-                    rows = self._convert(final[mask_np])
-                elif isinstance(final, dict):  # Dict space, natively vectorized
-                    rows = self._convert({k: v[mask_np] for k, v in final.items()})
-                else:
-                    rows = self._convert.rows(list(final[mask_np]))
-                mask = torch.as_tensor(mask_np, dtype=torch.bool, device=device)
-                next_obs = _replace_rows(obs, mask, rows)
+            if "_final_obs" in info or "final_obs" in info:
+                next_obs = self._with_final_obs(obs, info, terminated_np | truncated_np)
         else:
             next_obs = obs
-            if self._pending_reset.any():
-                autoreset = torch.as_tensor(self._pending_reset.copy(), device=device)
-            else:
-                autoreset = self._no_reset
-            self._pending_reset = done_np
-        return EnvStep(obs, next_obs, reward, terminated, truncated, autoreset)
+            # the copies that ended at the previous step were reset by this one
+            autoreset = self._pending_reset
+            self._pending_reset = terminated | truncated
+        return EnvStep._trusted(obs, next_obs, reward, terminated, truncated, autoreset)
+
+    def _with_final_obs(
+        self, obs: Observation, info: dict[str, Any], done: np.ndarray
+    ) -> Observation:
+        """``obs`` with the rows of the copies that just ended replaced by their final obs."""
+        mask_np = np.asarray(info.get("_final_obs", done), dtype=bool)
+        if not mask_np.any():
+            return obs
+        final = info["final_obs"]
+        if isinstance(final, np.ndarray) and final.dtype != object:
+            rows = self._convert(final[mask_np])
+        elif isinstance(final, dict):  # Dict space, natively vectorized
+            rows = self._convert({key: value[mask_np] for key, value in final.items()})
+        else:
+            rows = self._convert.rows(list(final[mask_np]))
+        mask = torch.from_numpy(mask_np).to(self._device)
+        return _replace_rows(obs, mask, rows)
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:

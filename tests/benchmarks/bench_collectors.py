@@ -1,0 +1,311 @@
+"""Collector and replay-buffer throughput against hand-written baselines, in one run.
+
+Run: ``python tests/benchmarks/bench_collectors.py [--rounds 7] [--seconds 0.5]``
+
+Collectors (CartPole-v1, ``num_envs`` 1, 8, 64, the same 2×64 tanh actor that samples an
+action and its log-probability, torch at 1 thread): env steps/s of a hand-written loop over
+``gymnasium.make_vec`` (numpy in, torch policy, numpy out, same auto-reset mode — the
+baseline) and of each collector. Replay buffer (capacity 1,000,000, CartPole-sized
+transitions): ``add`` of 1 and of 256 transitions and ``sample(256)`` against a plain
+preallocated tensor ring, and a numpy ring (the kind of buffer Stable-Baselines3 uses) for
+the single-transition ``add``.
+
+The machine is shared and noisy: contestants are timed in interleaved rounds and the
+report gives the median of the per-round ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+from torch import nn
+
+from rl_mind import (
+    Actor,
+    EpisodeCollector,
+    ReplayBuffer,
+    RolloutCollector,
+    StochasticAction,
+    TransitionCollector,
+    Transitions,
+    VecEnv,
+    build_mlp,
+)
+
+
+class MLPActor(Actor[StochasticAction]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = build_mlp([4, 64, 64, 2], nn.Tanh)
+
+    def forward(self, obs: torch.Tensor) -> StochasticAction:
+        dist = torch.distributions.Categorical(logits=self.net(obs), validate_args=False)
+        action = dist.sample()
+        return StochasticAction(action, dist.log_prob(action))
+
+
+def steps_per_second(run: Callable[[], int], seconds: float) -> float:
+    """Call ``run`` (which returns env steps done) until ``seconds`` have passed."""
+    steps = 0
+    start = time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        steps += run()
+    return steps / elapsed
+
+
+def baseline_loop(num_envs: int, same_step: bool, actor: MLPActor, chunk: int) -> Callable[[], int]:
+    mode = AutoresetMode.SAME_STEP if same_step else AutoresetMode.NEXT_STEP
+    if same_step:  # CartPole's native vector env only does next-step
+        env = gym.make_vec("CartPole-v1", num_envs, "sync", vector_kwargs={"autoreset_mode": mode})
+    else:
+        env = gym.make_vec("CartPole-v1", num_envs)
+    state = {"obs": env.reset(seed=0)[0]}
+
+    def run() -> int:
+        obs = state["obs"]
+        with torch.no_grad():
+            for _ in range(chunk):
+                action = actor(torch.as_tensor(obs, dtype=torch.float32))
+                obs, _reward, _terminated, _truncated, _info = env.step(action.value.numpy())
+        state["obs"] = obs
+        return chunk * num_envs
+
+    return run
+
+
+def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Callable[[], int]]:
+    next_step = VecEnv("CartPole-v1", num_envs, seed=0)
+    same_step = VecEnv("CartPole-v1", num_envs, seed=0, same_step_reset=True)
+    transitions = TransitionCollector(next_step, actor)
+    transitions_1 = TransitionCollector(VecEnv("CartPole-v1", num_envs, seed=0), actor)
+    rollouts = RolloutCollector(same_step, actor)
+    episode_env = VecEnv("CartPole-v1", num_envs, seed=0)
+    episodes = EpisodeCollector(episode_env, actor)
+    env_steps = {"episodes": 0}
+    step = episode_env.step
+
+    def counting_step(actions):  # type: ignore[no-untyped-def]
+        env_steps["episodes"] += num_envs
+        return step(actions)
+
+    episode_env.step = counting_step  # type: ignore[method-assign]
+
+    def transition_chunk() -> int:
+        transitions.collect(chunk)
+        # reset rows are dropped from the data: count env steps the way the baseline does
+        return chunk * num_envs
+
+    def transition_single() -> int:
+        for _ in range(chunk):
+            transitions_1.collect(1)
+        return chunk * num_envs
+
+    def rollout_chunk() -> int:
+        rollouts.collect(chunk)
+        return chunk * num_envs
+
+    def episode_chunk() -> int:
+        # env steps actually taken, including those of copies that met their quota and the
+        # steps of the last, discarded episodes (useful steps are reported separately)
+        before = env_steps["episodes"]
+        episodes.collect(4 * num_envs)
+        return env_steps["episodes"] - before
+
+    return {
+        "TransitionCollector.collect(n)": transition_chunk,
+        "TransitionCollector.collect(1)": transition_single,
+        "RolloutCollector.collect(n)": rollout_chunk,
+        "EpisodeCollector.collect(4B)": episode_chunk,
+    }
+
+
+def bench_collectors(rounds: int, seconds: float) -> None:
+    actor = MLPActor()
+    print("== collectors: CartPole-v1, env steps/s (median over rounds), ratio to baseline")
+    for num_envs in (1, 8, 64):
+        chunk = max(8, 512 // num_envs)
+        base_next = baseline_loop(num_envs, False, actor, chunk)
+        base_same = baseline_loop(num_envs, True, actor, chunk)
+        runs = collector_runs(num_envs, actor, chunk)
+        baseline_of = {
+            "TransitionCollector.collect(n)": "next",
+            "TransitionCollector.collect(1)": "next",
+            "RolloutCollector.collect(n)": "same",
+            "EpisodeCollector.collect(4B)": "next",
+        }
+        rates: dict[str, list[float]] = {name: [] for name in ["next", "same", *runs]}
+        ratios: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(rounds):
+            this_round = {
+                "next": steps_per_second(base_next, seconds),
+                "same": steps_per_second(base_same, seconds),
+            }
+            for name, run in runs.items():
+                this_round[name] = steps_per_second(run, seconds)
+            for name, rate in this_round.items():
+                rates[name].append(rate)
+            for name in runs:
+                ratios[name].append(this_round[name] / this_round[baseline_of[name]])
+        print(f"-- num_envs={num_envs}")
+        print(f"   baseline make_vec next-step : {statistics.median(rates['next']):>10,.0f}")
+        print(f"   baseline make_vec same-step : {statistics.median(rates['same']):>10,.0f}")
+        for name in runs:
+            print(
+                f"   {name:<31}: {statistics.median(rates[name]):>10,.0f}   "
+                f"ratio {statistics.median(ratios[name]):.3f} "
+                f"(rounds {min(ratios[name]):.2f}-{max(ratios[name]):.2f})"
+            )
+
+
+class TensorRing:
+    """The baseline: one preallocated tensor per field, written with slices."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.obs = torch.empty(capacity, 4)
+        self.action = torch.empty(capacity, dtype=torch.long)
+        self.reward = torch.empty(capacity)
+        self.next_obs = torch.empty(capacity, 4)
+        self.terminated = torch.empty(capacity, dtype=torch.bool)
+        self.position = 0
+        self.size = 0
+
+    def add(self, obs, action, reward, next_obs, terminated) -> None:  # type: ignore[no-untyped-def]
+        n = obs.shape[0]
+        start = self.position
+        end = start + n
+        if end > self.capacity:  # the benchmark sizes make this rare; keep it simple
+            start, end = 0, n
+        self.obs[start:end] = obs
+        self.action[start:end] = action
+        self.reward[start:end] = reward
+        self.next_obs[start:end] = next_obs
+        self.terminated[start:end] = terminated
+        self.position = end % self.capacity
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, batch_size: int) -> tuple[torch.Tensor, ...]:
+        index = torch.randint(0, self.size, (batch_size,))
+        return (
+            self.obs[index],
+            self.action[index],
+            self.reward[index],
+            self.next_obs[index],
+            self.terminated[index],
+        )
+
+
+class NumpyRing:
+    """A numpy ring with one array per field, as in Stable-Baselines3's ReplayBuffer."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.obs = np.zeros((capacity, 4), dtype=np.float32)
+        self.action = np.zeros(capacity, dtype=np.int64)
+        self.reward = np.zeros(capacity, dtype=np.float32)
+        self.next_obs = np.zeros((capacity, 4), dtype=np.float32)
+        self.terminated = np.zeros(capacity, dtype=bool)
+        self.position = 0
+
+    def add(self, obs, action, reward, next_obs, terminated) -> None:  # type: ignore[no-untyped-def]
+        p = self.position
+        self.obs[p] = obs
+        self.action[p] = action
+        self.reward[p] = reward
+        self.next_obs[p] = next_obs
+        self.terminated[p] = terminated
+        self.position = (p + 1) % self.capacity
+
+
+def transitions(n: int) -> Transitions[StochasticAction]:
+    return Transitions(
+        torch.randn(n, 4),
+        StochasticAction(torch.randint(0, 2, (n,)), torch.randn(n)),
+        torch.randn(n),
+        torch.randn(n, 4),
+        torch.rand(n) < 0.05,
+    )
+
+
+def time_per_call(fn: Callable[[], object], calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def bench_replay_buffer(rounds: int) -> None:
+    capacity = 1_000_000
+    print(f"== replay buffer, capacity {capacity:,}: µs per call (median), ratio ring/ours")
+    ours = ReplayBuffer[StochasticAction](capacity)
+    ring = TensorRing(capacity)
+    numpy_ring = NumpyRing(capacity)
+    one, many = transitions(1), transitions(256)
+    fields_one = (one.obs, one.action.value, one.reward, one.next_obs, one.terminated)
+    # the baseline ring stores the same tensors (it needs a log-prob field too, to be fair)
+    ring_log_prob = torch.empty(capacity)
+
+    def ring_add(fields: tuple[torch.Tensor, ...], log_prob: torch.Tensor) -> None:
+        start = ring.position
+        ring.add(*fields)
+        ring_log_prob[start : start + log_prob.shape[0]] = log_prob
+
+    fields_many = (many.obs, many.action.value, many.reward, many.next_obs, many.terminated)
+    np_one = tuple(t.numpy()[0] for t in fields_one)
+    for _ in range(2000):  # fill enough to sample
+        ours.add(many)
+        ring_add(fields_many, many.action.log_prob)
+    results: dict[str, list[float]] = {}
+
+    def record(name: str, value: float) -> None:
+        results.setdefault(name, []).append(value)
+
+    for _ in range(rounds):
+        ring_1 = time_per_call(lambda: ring_add(fields_one, one.action.log_prob), 20_000)
+        ours_1 = time_per_call(lambda: ours.add(one), 20_000)
+        numpy_1 = time_per_call(lambda: numpy_ring.add(*np_one), 20_000)
+        ring_256 = time_per_call(lambda: ring_add(fields_many, many.action.log_prob), 5_000)
+        ours_256 = time_per_call(lambda: ours.add(many), 5_000)
+        ring_sample = time_per_call(lambda: (ring.sample(256), ring_log_prob[:1]), 3_000)
+        ours_sample = time_per_call(lambda: ours.sample(256), 3_000)
+        record("add(1) ours", ours_1)
+        record("add(1) tensor ring", ring_1)
+        record("add(1) numpy ring", numpy_1)
+        record("add(256) ours", ours_256)
+        record("add(256) tensor ring", ring_256)
+        record("sample(256) ours", ours_sample)
+        record("sample(256) tensor ring", ring_sample)
+        record("ratio add(1)", ring_1 / ours_1)
+        record("ratio add(256)", ring_256 / ours_256)
+        record("ratio sample(256)", ring_sample / ours_sample)
+        record("ratio add(1) vs numpy", numpy_1 / ours_1)
+    for name, values in results.items():
+        median = statistics.median(values)
+        if name.startswith("ratio"):
+            print(f"   {name:<24}: {median:.3f}  (rounds {min(values):.2f}-{max(values):.2f})")
+        else:
+            print(f"   {name:<24}: {median * 1e6:8.2f} µs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--seconds", type=float, default=0.5, help="per contestant and round")
+    parser.add_argument("--only", choices=["collectors", "buffer"], default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.only in (None, "collectors"):
+        bench_collectors(args.rounds, args.seconds)
+    if args.only in (None, "buffer"):
+        bench_replay_buffer(args.rounds)
+
+
+if __name__ == "__main__":
+    main()

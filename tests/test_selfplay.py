@@ -1,0 +1,232 @@
+"""rl_mind.selfplay: opponent pool sampling and eviction, Elo and Bradley–Terry, head-to-head matches."""
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rl_mind import (
+    EloTable,
+    MatchStats,
+    OpponentPool,
+    TwoPlayerGame,
+    bradley_terry,
+    play_matches,
+    round_robin,
+)
+
+
+def _frequencies(pool, strategy, n=20_000):
+    ids = [s.id for s in pool]
+    counts = np.zeros(len(ids))
+    for _ in range(n):
+        counts[ids.index(pool.sample(strategy).id)] += 1
+    return counts / n
+
+
+def _pool_with_results(**kwargs):
+    pool = OpponentPool(capacity=4, seed=0, **kwargs)
+    for step in range(4):
+        pool.add(nn.Linear(10, 3), step=step * 100)
+    # Learner's results: beats snapshot 0 always, snapshot 3 never.
+    for snapshot_id, (wins, draws, losses) in enumerate(
+        [(9, 0, 0), (6, 0, 3), (3, 2, 4), (0, 0, 9)]
+    ):
+        for outcome, count in ((1, wins), (0, draws), (-1, losses)):
+            for _ in range(count):
+                pool.record(snapshot_id, outcome)
+    return pool
+
+
+def test_pool_sampling_frequencies_match_their_definitions():
+    pool = _pool_with_results(pfsp_exponent=2.0)
+    np.testing.assert_allclose(_frequencies(pool, "latest"), [0, 0, 0, 1])
+    np.testing.assert_allclose(_frequencies(pool, "uniform"), [0.25] * 4, atol=0.015)
+    # PFSP: p_i = (losses + draws/2 + 1/2) / (games + 1), weight p_i ** 2
+    p = np.array([(0 + 0.5) / 10, (3 + 0.5) / 10, (4 + 1 + 0.5) / 10, (9 + 0.5) / 10])
+    expected = p**2 / (p**2).sum()
+    np.testing.assert_allclose(pool.probabilities("pfsp"), expected)
+    np.testing.assert_allclose(_frequencies(pool, "pfsp"), expected, atol=0.015)
+    mix = {"latest": 0.5, "uniform": 0.5}
+    np.testing.assert_allclose(pool.probabilities(mix), [0.125, 0.125, 0.125, 0.625])
+    np.testing.assert_allclose(_frequencies(pool, mix), [0.125, 0.125, 0.125, 0.625], atol=0.015)
+
+
+def test_pool_snapshots_are_frozen_copies_with_id_and_step():
+    learner = nn.Linear(10, 3)
+    pool = OpponentPool(capacity=3)
+    snapshot = pool.add(learner, step=40)
+    with torch.no_grad():
+        learner.weight.add_(1.0)
+    assert not torch.equal(snapshot.policy.weight, learner.weight)
+    assert not snapshot.policy.weight.requires_grad and not snapshot.policy.training
+    assert (snapshot.id, snapshot.step, pool.latest) == (0, 40, snapshot)
+
+
+def test_pool_evicts_the_oldest_or_the_weakest_and_can_keep_the_first():
+    fifo = OpponentPool(capacity=3)
+    for step in range(5):
+        fifo.add(nn.Linear(1, 1), step)
+    assert [s.id for s in fifo] == [2, 3, 4]
+    keep = OpponentPool(capacity=3, keep_first=True)
+    for step in range(5):
+        keep.add(nn.Linear(1, 1), step)
+    assert [s.id for s in keep] == [0, 3, 4]
+    weakest = _pool_with_results(eviction="weakest")
+    weakest.add(nn.Linear(10, 3), step=400)
+    assert [s.id for s in weakest] == [1, 2, 3, 4]  # snapshot 0 was always beaten
+
+
+def test_pool_state_dict_round_trips_through_a_weights_only_checkpoint():
+    pool = _pool_with_results(pfsp_exponent=1.0)
+    pool.sample("pfsp")
+    buffer = io.BytesIO()
+    torch.save(pool.state_dict(), buffer)
+    buffer.seek(0)
+    state = torch.load(buffer, weights_only=True)
+    restored = OpponentPool(capacity=4, pfsp_exponent=1.0)
+    restored.load_state_dict(state, lambda: nn.Linear(10, 3))
+    assert [(s.id, s.step, s.wins, s.losses) for s in restored] == [
+        (s.id, s.step, s.wins, s.losses) for s in pool
+    ]
+    assert torch.equal(restored.latest.policy.weight, pool.latest.policy.weight)
+    assert [restored.sample("pfsp").id for _ in range(20)] == [
+        pool.sample("pfsp").id for _ in range(20)
+    ]
+    assert restored.add(nn.Linear(10, 3), 500).id == pool.add(nn.Linear(10, 3), 500).id
+
+
+def test_pool_bad_input_is_a_clear_error():
+    with pytest.raises(ValueError, match="empty"):
+        OpponentPool().sample()
+    with pytest.raises(ValueError, match="unknown sampling strategy 'best'"):
+        OpponentPool(sampling="best")
+    with pytest.raises(ValueError, match="capacity"):
+        OpponentPool(capacity=0)
+    with pytest.raises(ValueError, match="outcome"):
+        OpponentPool().record(0, 2)
+
+
+# ---------------------------------------------------------------------- ratings
+TRUE_ELO = {"weak": 0.0, "medium": 200.0, "strong": 500.0}
+
+
+def _simulated_results(n=400, seed=0):
+    """Round-robin results drawn from the Elo model with known ratings (no draws)."""
+    rng = np.random.default_rng(seed)
+    names = list(TRUE_ELO)
+    wins = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(i + 1, 3):
+            p = 1 / (1 + 10 ** ((TRUE_ELO[names[j]] - TRUE_ELO[names[i]]) / 400))
+            w = rng.binomial(n, p)
+            wins[i, j], wins[j, i] = w, n - w
+    return names, wins
+
+
+def test_bradley_terry_recovers_known_strengths_anchored_at_the_weakest():
+    names, wins = _simulated_results()
+    board = bradley_terry(wins, names=names, anchor="weak")
+    assert board.names == ["strong", "medium", "weak"]
+    assert board.rating("weak") == 0.0
+    for name in ("medium", "strong"):
+        row = next(r for r in board.rows if r.name == name)
+        assert abs(row.rating - TRUE_ELO[name]) < 3 * row.stderr + 30
+
+
+def test_bradley_terry_with_draws_and_an_unbeaten_player_stays_finite():
+    wins = np.array([[0, 0, 0], [5, 0, 2], [10, 6, 0]])
+    draws = np.array([[0, 5, 0], [5, 0, 2], [0, 2, 0]])
+    board = bradley_terry(wins, draws, ["random", "b", "c"])
+    assert board.names == ["c", "b", "random"] and np.isfinite(board.rating("c"))
+    assert "| 1 | c |" in str(board)
+
+
+def test_elo_table_recovers_the_order_of_three_bots_and_keeps_the_anchor_fixed():
+    rng = np.random.default_rng(1)
+    names = list(TRUE_ELO)
+    table = EloTable(k=8, fixed={"weak": 0.0})
+    for _ in range(3000):
+        i, j = rng.choice(3, 2, replace=False)
+        a, b = names[i], names[j]
+        p = 1 / (1 + 10 ** ((TRUE_ELO[b] - TRUE_ELO[a]) / 400))
+        table.record(a, b, float(rng.random() < p))
+    assert table.leaderboard().names == ["strong", "medium", "weak"]
+    assert table["weak"] == 0.0
+
+
+def test_real_bots_are_ranked_random_below_predictive_below_scripted():
+    results = round_robin(
+        {"random": "random", "predictive": "predictive", "scripted": "scripted"}, 100, seed=0
+    )
+    board = bradley_terry(results, anchor="random")
+    assert board.names == ["scripted", "predictive", "random"]
+    assert results.stats("scripted", "random").win_rate > 0.9
+
+
+def test_leaderboard_plots_bars_and_rating_curves():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    names, wins = _simulated_results()
+    board = bradley_terry(wins, names=names, anchor="weak")
+    assert board.plot().get_title() == board.title
+    ax = board.plot(x={"medium": 1.0, "strong": 2.0})
+    assert len(ax.lines) >= 2
+
+
+# ---------------------------------------------------------------------- matches
+def test_play_matches_a_policy_against_itself_scores_about_half():
+    stats = play_matches("scripted", "scripted", 400, seed=3)
+    assert stats.matches == 400
+    low, high = stats.score_interval
+    assert low < 0.5 < high and abs(stats.score - 0.5) < 0.08
+
+
+def test_play_matches_plays_both_sides_equally():
+    sides = []
+
+    @dataclass
+    class Outcome:
+        terminated: np.ndarray
+        truncated: np.ndarray
+        outcome: np.ndarray
+
+    class FirstPlayerWins:
+        """A toy game that player 0 always wins at the first step; obs = the side played."""
+
+        def __init__(self, num_matches, seed):
+            self.num_matches = num_matches
+
+        def observe(self):
+            return np.stack([np.zeros((self.num_matches, 1)), np.ones((self.num_matches, 1))])
+
+        def reset(self, seed=None):
+            return self.observe()
+
+        def step(self, actions):
+            m = self.num_matches
+            return Outcome(np.ones(m, bool), np.zeros(m, bool), np.ones(m, np.int8))
+
+    def policy(obs):
+        sides.extend(obs[:, 0].tolist())
+        return torch.zeros(len(obs), dtype=torch.long)
+
+    assert isinstance(FirstPlayerWins(2, None), TwoPlayerGame)
+    stats = play_matches(policy, lambda obs: torch.zeros(len(obs)), 10, game=FirstPlayerWins)
+    assert (stats.wins, stats.losses) == (5, 5)
+    assert sorted(sides) == [0.0] * 5 + [1.0] * 5
+    with pytest.raises(ValueError, match="no built-in policies"):
+        play_matches("scripted", policy, 2, game=FirstPlayerWins)
+
+
+def test_match_stats_confidence_interval():
+    stats = MatchStats(wins=90, draws=0, losses=10)
+    low, high = stats.win_rate_interval
+    assert low < 0.9 < high and low > 0.8 and high < 0.96
+    assert "90 wins" in str(stats)
+    with pytest.raises(ValueError, match="unknown Pong Duel opponent"):
+        play_matches("scripted", "nobody", 2)

@@ -70,8 +70,9 @@ def _encode_png(frame: np.ndarray, level: int = 1) -> bytes:
     )
 
 
-def _decode_png(data: bytes) -> np.ndarray:
+def _decode_png(data: bytes | memoryview) -> np.ndarray:
     """Decode PNG bytes written by :func:`_encode_png` back into ``[height, width, 3]`` uint8."""
+    data = bytes(data)
     if not data.startswith(_PNG_SIGNATURE):
         raise ValueError("decode_png: not PNG data")
     position = len(_PNG_SIGNATURE)

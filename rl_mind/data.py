@@ -15,9 +15,11 @@ truncations.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar, overload
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -115,12 +117,53 @@ class Rollout(TensorStruct, Generic[ActionT]):
 StructT = TypeVar("StructT", bound=TensorStruct)
 
 
+def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list[str]]:
+    """Dotted paths of every tensor and every nested struct of ``struct``, in field order."""
+    leaves: list[str] = []
+    nodes: list[str] = []
+    for name, _batched in struct._fields():
+        value = getattr(struct, name)
+        if isinstance(value, Tensor):
+            leaves.append(prefix + name)
+        elif isinstance(value, TensorStruct):
+            nodes.append(prefix + name)
+            sub_leaves, sub_nodes = _leaf_paths(value, f"{prefix}{name}.")
+            leaves += sub_leaves
+            nodes += sub_nodes
+    return leaves, nodes
+
+
+def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A fast ``struct -> tuple of the values at paths`` (one C call)."""
+    if not paths:
+        return lambda _struct: ()
+    if len(paths) == 1:
+        single = operator.attrgetter(paths[0])
+        return lambda struct: (single(struct),)
+    return operator.attrgetter(*paths)
+
+
+def _rebuild(template: StructT, leaves: Iterator[Tensor]) -> StructT:
+    """``template`` with its tensors replaced, in order, by ``leaves`` (unchecked)."""
+    values = []
+    for name, _batched in template._fields():
+        value = getattr(template, name)
+        if isinstance(value, Tensor):
+            value = next(leaves)
+        elif isinstance(value, TensorStruct):
+            value = _rebuild(value, leaves)
+        values.append(value)
+    return type(template)._trusted(*values)
+
+
 class ReplayBuffer(Generic[ActionT]):
     """A ring buffer of :class:`Transitions` with uniform sampling (with replacement).
 
     Storage is allocated on the first ``add``, from the incoming shapes and dtypes, on
     ``device`` (default: CPU). When full, each ``add`` overwrites the oldest items; an
-    ``add`` larger than ``capacity`` keeps its newest ``capacity`` items.
+    ``add`` larger than ``capacity`` keeps its newest ``capacity`` items. Every ``add``
+    is checked against the storage (same struct types, per-item shapes and dtypes) and a
+    rejected one changes nothing.
     """
 
     def __init__(self, capacity: int, device: torch.device | str | None = None) -> None:
@@ -130,60 +173,70 @@ class ReplayBuffer(Generic[ActionT]):
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self._template: Transitions[ActionT] | None = None
         self._storage: list[Tensor] = []
+        # numpy views of a CPU storage: writing one transition through numpy costs a
+        # fraction of a torch slice assignment
+        self._arrays: list[np.ndarray] | None = None
         self._layout: list[tuple[tuple[int, ...], torch.dtype]] = []
+        self._leaf_names: list[str] = []
+        self._get_leaves: Callable[[Any], tuple[Any, ...]] = _getter([])
+        self._get_nodes: Callable[[Any], tuple[Any, ...]] = _getter([])
+        self._node_types: tuple[type, ...] = ()
         self._position = 0  # where the next item goes
         self._size = 0
 
     def __len__(self) -> int:
         return self._size
 
-    def _allocate(self, transitions: Transitions[ActionT], leaves: list[Tensor]) -> None:
-        self._template = transitions
+    def __repr__(self) -> str:
+        return f"ReplayBuffer(capacity={self.capacity}, size={self._size}, device={self.device})"
+
+    def _allocate(self, transitions: Transitions[ActionT]) -> None:
+        leaf_paths, node_paths = _leaf_paths(transitions)
+        self._leaf_names = leaf_paths
+        self._get_leaves = _getter(leaf_paths)
+        self._get_nodes = _getter(node_paths)
+        self._node_types = tuple(type(node) for node in self._get_nodes(transitions))
+        leaves = self._get_leaves(transitions)
         self._layout = [(tuple(t.shape[1:]), t.dtype) for t in leaves]
         self._storage = [
             torch.empty((self.capacity, *shape), dtype=dtype, device=self.device)
             for shape, dtype in self._layout
         ]
+        self._arrays = None
+        if self.device.type == "cpu":
+            try:
+                self._arrays = [store.numpy() for store in self._storage]
+            except TypeError:  # a dtype numpy lacks (bfloat16): use the torch path
+                self._arrays = None
+        self._template = transitions
 
-    def _check(self, transitions: Transitions[ActionT], leaves: list[Tensor]) -> None:
+    def _check(self, transitions: Transitions[ActionT], leaves: tuple[Tensor, ...]) -> None:
         template = self._template
         if template is None:
             return
-        if type(transitions) is not type(template) or type(transitions.action) is not type(
-            template.action
+        if type(transitions) is not type(template) or (
+            tuple(type(node) for node in self._get_nodes(transitions)) != self._node_types
         ):
             raise TypeError(
                 f"ReplayBuffer stores {type(template).__name__} with "
                 f"{type(template.action).__name__}, got {type(transitions).__name__} with "
-                f"{type(transitions.action).__name__}"
+                f"{type(transitions.action).__name__} (or different observation fields)"
             )
-        if len(leaves) != len(self._layout):
-            raise ValueError(
-                f"ReplayBuffer: expected {len(self._layout)} tensors per transition "
-                f"(as in the first add), got {len(leaves)}"
-            )
-        for i, (leaf, (shape, dtype)) in enumerate(zip(leaves, self._layout)):
-            if leaf.shape[1:] != shape or leaf.dtype != dtype:
+        for name, leaf, (shape, dtype) in zip(self._leaf_names, leaves, self._layout):
+            if (
+                not isinstance(leaf, Tensor)
+                or tuple(leaf.shape[1:]) != shape
+                or leaf.dtype != dtype
+            ):
+                got = (
+                    f"per-item shape {list(leaf.shape[1:])} and dtype {leaf.dtype}"
+                    if isinstance(leaf, Tensor)
+                    else f"a {type(leaf).__name__}"
+                )
                 raise ValueError(
-                    f"ReplayBuffer: {self._leaf_name(i)} has per-item shape "
-                    f"{list(leaf.shape[1:])} and dtype {leaf.dtype}, but the buffer stores "
+                    f"ReplayBuffer: field {name!r} has {got}, but the buffer stores "
                     f"{list(shape)} {dtype} (set by the first add)"
                 )
-
-    def _leaf_name(self, i: int) -> str:
-        names: list[str] = []
-
-        def walk(struct: TensorStruct, prefix: str) -> None:
-            for name, _batched in struct._fields():
-                value = getattr(struct, name)
-                if isinstance(value, Tensor):
-                    names.append(prefix + name)
-                elif isinstance(value, TensorStruct):
-                    walk(value, f"{prefix}{name}.")
-
-        if self._template is not None:
-            walk(self._template, "")
-        return f"field {names[i]!r}" if i < len(names) else f"tensor {i}"
 
     def add(self, transitions: Transitions[ActionT]) -> None:
         """Append ``N`` transitions (``[N, ...]``), overwriting the oldest when full."""
@@ -191,12 +244,36 @@ class ReplayBuffer(Generic[ActionT]):
             raise TypeError(
                 f"ReplayBuffer.add expects Transitions, got {type(transitions).__name__}"
             )
-        leaves = list(transitions.tensors())
-        n = leaves[0].shape[0] if leaves else 0
         if self._template is None:
-            self._allocate(transitions, leaves)
-        else:
-            self._check(transitions, leaves)
+            self._allocate(transitions)
+        try:
+            leaves = self._get_leaves(transitions)
+        except AttributeError:
+            leaves = ()
+        arrays = self._arrays
+        if arrays is not None:
+            # fast path: numpy views of CPU tensors, checked on the numpy side
+            try:
+                incoming = [leaf.numpy() for leaf in leaves]
+            except (AttributeError, RuntimeError, TypeError):
+                incoming = None
+            if (
+                incoming is not None
+                and len(incoming) == len(arrays)
+                and all(
+                    new.shape[1:] == old.shape[1:] and new.dtype == old.dtype
+                    for new, old in zip(incoming, arrays)
+                )
+                and type(transitions) is type(self._template)
+                and tuple(type(node) for node in self._get_nodes(transitions)) == self._node_types
+            ):
+                self._write(arrays, incoming, incoming[0].shape[0])
+                return
+        self._check(transitions, leaves)
+        n = leaves[0].shape[0]
+        self._write(self._storage, [leaf.detach().to(self.device) for leaf in leaves], n)
+
+    def _write(self, stores: list[Any], leaves: list[Any], n: int) -> None:
         if n == 0:
             return
         capacity = self.capacity
@@ -205,12 +282,15 @@ class ReplayBuffer(Generic[ActionT]):
             n = capacity
         start = self._position
         end = start + n
-        if end <= capacity:
-            for store, leaf in zip(self._storage, leaves):
+        if n == 1:
+            for store, leaf in zip(stores, leaves):
+                store[start] = leaf[0]
+        elif end <= capacity:
+            for store, leaf in zip(stores, leaves):
                 store[start:end] = leaf
         else:
             first = capacity - start
-            for store, leaf in zip(self._storage, leaves):
+            for store, leaf in zip(stores, leaves):
                 store[start:] = leaf[:first]
                 store[: n - first] = leaf[first:]
         self._position = end % capacity
@@ -228,8 +308,7 @@ class ReplayBuffer(Generic[ActionT]):
         index = torch.randint(0, self._size, (batch_size,), generator=generator, device=device)
         if index.device != self.device:
             index = index.to(self.device)
-        leaves = iter([store[index] for store in self._storage])
-        return self._template.apply(lambda _: next(leaves))
+        return _rebuild(self._template, iter([store[index] for store in self._storage]))
 
 
 def _leading_size(data: Any) -> int:

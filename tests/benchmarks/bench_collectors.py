@@ -171,13 +171,14 @@ class TensorRing:
         self.capacity = capacity
         self.obs = torch.empty(capacity, 4)
         self.action = torch.empty(capacity, dtype=torch.long)
+        self.log_prob = torch.empty(capacity)
         self.reward = torch.empty(capacity)
         self.next_obs = torch.empty(capacity, 4)
         self.terminated = torch.empty(capacity, dtype=torch.bool)
         self.position = 0
         self.size = 0
 
-    def add(self, obs, action, reward, next_obs, terminated) -> None:  # type: ignore[no-untyped-def]
+    def add(self, obs, action, log_prob, reward, next_obs, terminated) -> None:  # type: ignore[no-untyped-def]
         n = obs.shape[0]
         start = self.position
         end = start + n
@@ -185,6 +186,7 @@ class TensorRing:
             start, end = 0, n
         self.obs[start:end] = obs
         self.action[start:end] = action
+        self.log_prob[start:end] = log_prob
         self.reward[start:end] = reward
         self.next_obs[start:end] = next_obs
         self.terminated[start:end] = terminated
@@ -196,6 +198,7 @@ class TensorRing:
         return (
             self.obs[index],
             self.action[index],
+            self.log_prob[index],
             self.reward[index],
             self.next_obs[index],
             self.terminated[index],
@@ -209,15 +212,17 @@ class NumpyRing:
         self.capacity = capacity
         self.obs = np.zeros((capacity, 4), dtype=np.float32)
         self.action = np.zeros(capacity, dtype=np.int64)
+        self.log_prob = np.zeros(capacity, dtype=np.float32)
         self.reward = np.zeros(capacity, dtype=np.float32)
         self.next_obs = np.zeros((capacity, 4), dtype=np.float32)
         self.terminated = np.zeros(capacity, dtype=bool)
         self.position = 0
 
-    def add(self, obs, action, reward, next_obs, terminated) -> None:  # type: ignore[no-untyped-def]
+    def add(self, obs, action, log_prob, reward, next_obs, terminated) -> None:  # type: ignore[no-untyped-def]
         p = self.position
         self.obs[p] = obs
         self.action[p] = action
+        self.log_prob[p] = log_prob
         self.reward[p] = reward
         self.next_obs[p] = next_obs
         self.terminated[p] = terminated
@@ -248,32 +253,27 @@ def bench_replay_buffer(rounds: int) -> None:
     ring = TensorRing(capacity)
     numpy_ring = NumpyRing(capacity)
     one, many = transitions(1), transitions(256)
-    fields_one = (one.obs, one.action.value, one.reward, one.next_obs, one.terminated)
-    # the baseline ring stores the same tensors (it needs a log-prob field too, to be fair)
-    ring_log_prob = torch.empty(capacity)
 
-    def ring_add(fields: tuple[torch.Tensor, ...], log_prob: torch.Tensor) -> None:
-        start = ring.position
-        ring.add(*fields)
-        ring_log_prob[start : start + log_prob.shape[0]] = log_prob
+    def fields(t: Transitions[StochasticAction]) -> tuple[torch.Tensor, ...]:
+        return (t.obs, t.action.value, t.action.log_prob, t.reward, t.next_obs, t.terminated)  # type: ignore[return-value]
 
-    fields_many = (many.obs, many.action.value, many.reward, many.next_obs, many.terminated)
+    fields_one, fields_many = fields(one), fields(many)
     np_one = tuple(t.numpy()[0] for t in fields_one)
     for _ in range(2000):  # fill enough to sample
         ours.add(many)
-        ring_add(fields_many, many.action.log_prob)
+        ring.add(*fields_many)
     results: dict[str, list[float]] = {}
 
     def record(name: str, value: float) -> None:
         results.setdefault(name, []).append(value)
 
     for _ in range(rounds):
-        ring_1 = time_per_call(lambda: ring_add(fields_one, one.action.log_prob), 20_000)
+        ring_1 = time_per_call(lambda: ring.add(*fields_one), 20_000)
         ours_1 = time_per_call(lambda: ours.add(one), 20_000)
         numpy_1 = time_per_call(lambda: numpy_ring.add(*np_one), 20_000)
-        ring_256 = time_per_call(lambda: ring_add(fields_many, many.action.log_prob), 5_000)
+        ring_256 = time_per_call(lambda: ring.add(*fields_many), 5_000)
         ours_256 = time_per_call(lambda: ours.add(many), 5_000)
-        ring_sample = time_per_call(lambda: (ring.sample(256), ring_log_prob[:1]), 3_000)
+        ring_sample = time_per_call(lambda: ring.sample(256), 3_000)
         ours_sample = time_per_call(lambda: ours.sample(256), 3_000)
         record("add(1) ours", ours_1)
         record("add(1) tensor ring", ring_1)

@@ -555,6 +555,36 @@ def test_an_evaluation_leaves_the_actor_mode_and_gradient_flags_untouched() -> N
     assert not evaluator.best_actor.body[1].training and evaluator.best_actor.training
 
 
+class ElsewhereActor(Actor[Action]):
+    """Claims to live on the ``meta`` device and records where its observations are."""
+
+    def __init__(self, continuous: bool = False) -> None:
+        super().__init__()
+        self.continuous = continuous
+        self.devices: list[torch.device] = []
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("meta")
+
+    def act(self, obs: Any) -> Tensor:
+        self.devices.append(obs.device)
+        if self.continuous:
+            return torch.ones(len(obs), 1)
+        return torch.ones(len(obs), dtype=torch.long)
+
+
+def test_observations_are_moved_to_the_actor_device() -> None:
+    actor, dict_actor = ElsewhereActor(), ElsewhereActor(continuous=True)
+    with Evaluator(PAINT_ID, every=10, num_episodes=2) as evaluator:
+        assert evaluator.run(0, actor).mean > 0
+    with Evaluator(DICT_ID, every=10, num_episodes=2) as evaluator:
+        assert evaluator.run(0, dict_actor).rewards.tolist() == [3.0, 3.0]
+    assert actor_policy(actor, spaces.Discrete(2))(np.zeros(2, np.float32)) == 1
+    for seen in (actor.devices, dict_actor.devices):
+        assert seen and {device.type for device in seen} == {"meta"}
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_an_actor_on_a_gpu_is_evaluated_and_filmed_without_moving_observations(
     tmp_path: Path,

@@ -1,0 +1,363 @@
+"""rl_mind.collectors: invariants on a counter environment whose observation says where it
+is (copy tag, episode k, step, ending flag), the EpisodeCollector's unbiasedness, episode
+statistics across calls, and bad input."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+import torch
+from torch import Tensor
+
+from rl_mind.collectors import EpisodeCollector, RolloutCollector, TransitionCollector
+from rl_mind.core import Action, TensorStruct
+from rl_mind.data import Episode, Rollout, Transitions
+from rl_mind.env import VecEnv
+from tests.toy_envs import (
+    COUNTER_ID,
+    ENDLESS_ID,
+    FLAG_RUNNING,
+    FLAG_TERMINATED,
+    FLAG_TRUNCATED,
+    GEOMETRIC_ID,
+    ConstantActor,
+    CounterActor,
+    decode,
+    policy_action,
+)
+
+OBS_KINDS = ["box", "discrete", "dict"]
+SEED = 10
+# many collect(1) calls (the off-policy pattern) between longer ones
+CALLS = [3, 1, 1, 5, 1, 2, 7, 1] + [1] * 12 + [4]
+
+
+def counter(
+    num_envs: int, obs_kind: str, same_step_reset: bool, asynchronous: bool = False
+) -> VecEnv:
+    return VecEnv(
+        COUNTER_ID,
+        num_envs,
+        seed=SEED,
+        same_step_reset=same_step_reset,
+        asynchronous=asynchronous,
+        obs_kind=obs_kind,
+    )
+
+
+def check_step_rows(
+    code: Tensor, next_code: Tensor, action: Tensor, reward: Tensor, terminated: Tensor
+) -> None:
+    """Row-wise invariants of recorded steps ``[..., 4]`` codes of obs and next_obs."""
+    # next_obs is the true successor of obs: same copy, same episode, next step (this also
+    # rules out a reset row, whose obs and next_obs are the same first observation)
+    assert torch.equal(next_code[..., :2], code[..., :2])
+    assert torch.equal(next_code[..., 2], code[..., 2] + 1)
+    assert torch.equal(action, policy_action(code))
+    assert torch.equal(reward, (action + 1).float())
+    assert torch.equal(terminated, next_code[..., 3] == FLAG_TERMINATED)
+
+
+class EpisodeBook:
+    """What the test has seen of each (tag, k) episode, to recompute the statistics."""
+
+    def __init__(self) -> None:
+        self.returns: dict[tuple[int, int], float] = defaultdict(float)
+        self.last: dict[int, tuple[int, int, int]] = {}  # tag -> (k, step, flag) of last next_obs
+
+    def record(self, code: Tensor, next_code: Tensor, reward: Tensor) -> list[tuple[int, float]]:
+        """Rows in time order; checks continuity per copy; returns the (length, return) of
+        the episodes that ended in these rows."""
+        ended = []
+        for (tag, k, step, _), (_, _, next_step, flag), r in zip(
+            code.tolist(), next_code.tolist(), reward.tolist()
+        ):
+            previous = self.last.get(tag)
+            if previous is None:
+                assert (k, step) == (0, 0), "the first recorded step must start the first episode"
+            elif previous[2] == FLAG_RUNNING:
+                assert (k, step) == (previous[0], previous[1]), "a step was lost or repeated"
+            else:
+                assert (k, step) == (previous[0] + 1, 0), "an episode must follow the last one"
+            self.last[tag] = (k, next_step, flag)
+            self.returns[tag, k] += r
+            if flag != FLAG_RUNNING:
+                ended.append((next_step, self.returns[tag, k]))
+        return ended
+
+
+def stats(collector) -> list[tuple[int, float]]:
+    assert collector.episode_returns.shape == collector.episode_lengths.shape
+    return sorted(zip(collector.episode_lengths.tolist(), collector.episode_returns.tolist()))
+
+
+# ---------------------------------------------------------------------- TransitionCollector
+def run_transition_collector(env: VecEnv) -> None:
+    actor = CounterActor()
+    collector = TransitionCollector(env, actor)
+    book = EpisodeBook()
+    B = env.num_envs
+    total = total_ended = 0
+    for i, n in enumerate(CALLS):
+        data = collector.collect(n)
+        assert isinstance(data, Transitions)
+        code, next_code = decode(data.obs), decode(data.next_obs)
+        check_step_rows(code, next_code, data.action.value, data.reward, data.terminated)
+        ended = book.record(code, next_code, data.reward)
+        if i % 3 != 1:  # statistics read after some calls only: still the last call's
+            assert stats(collector) == sorted(ended)
+        if env.same_step_reset:
+            assert len(data) == n * B
+        else:
+            assert n * B - len(data) <= B * ((n + 1) // 2)  # reset rows only
+        total += len(data)
+        total_ended += len(ended)
+        assert collector.steps == total
+    if env.same_step_reset:
+        assert total == sum(CALLS) * B
+    else:  # one reset row after each episode end, except ends at the very last step
+        assert sum(CALLS) * B - total_ended <= total <= sum(CALLS) * B - total_ended + B
+    assert total_ended >= 10
+    assert actor.calls == sum(CALLS) and actor.calls_with_grad == 0
+
+
+@pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
+@pytest.mark.parametrize("obs_kind", OBS_KINDS)
+def test_transition_collector_invariants(obs_kind, same_step_reset):
+    with counter(3, obs_kind, same_step_reset) as env:
+        run_transition_collector(env)
+
+
+@pytest.mark.parametrize(
+    ("obs_kind", "same_step_reset"), [("dict", False), ("box", True)], ids=["dict-next", "box-same"]
+)
+def test_transition_collector_invariants_async(obs_kind, same_step_reset):
+    with counter(2, obs_kind, same_step_reset, asynchronous=True) as env:
+        run_transition_collector(env)
+
+
+def test_transition_collector_on_native_cartpole_drops_the_reset_rows():
+    with VecEnv("CartPole-v1", 4, seed=0) as env:
+        assert env.vectorization_mode == "vector_entry_point"
+        collector = TransitionCollector(env, ConstantActor())  # always push left: short episodes
+        data = collector.collect(40)
+        assert collector.steps == len(data) < 40 * 4
+        # a terminated transition ends on the final state (out of bounds), never on a reset state
+        final = data.next_obs[data.terminated]
+        assert len(final) > 0
+        assert ((final[:, 0].abs() > 2.4) | (final[:, 2].abs() > 0.2095)).all()
+        # and no transition starts from a terminal state
+        assert ((data.obs[:, 0].abs() <= 2.4) & (data.obs[:, 2].abs() <= 0.2095)).all()
+        assert torch.equal(data.reward, torch.ones(len(data)))  # reset rows have reward 0
+
+
+# ---------------------------------------------------------------------- RolloutCollector
+def check_rollout_sequence(
+    rollouts: list[Rollout[Action]], B: int
+) -> list[list[tuple[int, float]]]:
+    """Checks the rollouts as one [T, B] sequence; the episodes ended in each rollout."""
+    book = EpisodeBook()
+    ended_per_call = []
+    previous_next: Tensor | None = None
+    previous_done: Tensor | None = None
+    for rollout in rollouts:
+        code, next_code = decode(rollout.obs), decode(rollout.next_obs)
+        T = code.shape[0]
+        assert code.shape == (T, B, 4) and rollout.reward.shape == (T, B)
+        assert rollout.terminated.shape == rollout.truncated.shape == (T, B)
+        assert torch.equal(code[..., 0], torch.arange(SEED, SEED + B).expand(T, B))  # copy b
+        check_step_rows(code, next_code, rollout.action.value, rollout.reward, rollout.terminated)
+        assert torch.equal(rollout.truncated, next_code[..., 3] == FLAG_TRUNCATED)
+        # obs[t + 1] continues next_obs[t], or starts the next episode after a done step
+        # (across collect calls too: the state carries over)
+        nexts = (
+            [previous_next] + list(next_code[:-1])
+            if previous_next is not None
+            else list(next_code[:-1])
+        )
+        dones = (
+            [previous_done] + list(rollout.done[:-1])
+            if previous_done is not None
+            else list(rollout.done[:-1])
+        )
+        starts = code if previous_next is not None else code[1:]
+        for start, before, done in zip(starts, nexts, dones):
+            assert torch.equal(start[~done], before[~done])
+            assert torch.equal(start[done, 1], before[done, 1] + 1)
+            assert (start[done, 2] == 0).all()
+        previous_next, previous_done = next_code[-1], rollout.done[-1]
+        # time-major rows for the per-copy book
+        ended_per_call.append(
+            book.record(code.reshape(-1, 4), next_code.reshape(-1, 4), rollout.reward.reshape(-1))
+        )
+    return ended_per_call
+
+
+def run_rollout_collector(env: VecEnv) -> None:
+    actor = CounterActor()
+    collector = RolloutCollector(env, actor)
+    rollouts = []
+    reported = []
+    for i, n in enumerate(CALLS):
+        rollout = collector.collect(n)
+        assert isinstance(rollout, Rollout)
+        assert rollout.reward.shape == (n, env.num_envs)
+        rollouts.append(rollout)
+        if i % 3 != 1:  # statistics read after some calls only: still the last call's
+            reported.append((i, stats(collector)))
+    ended = check_rollout_sequence(rollouts, env.num_envs)
+    assert reported == [(i, sorted(ended[i])) for i, _ in reported]
+    assert sum(len(e) for e in ended) >= 10
+    assert collector.steps == sum(CALLS) * env.num_envs
+    assert actor.calls_with_grad == 0
+
+
+@pytest.mark.parametrize("obs_kind", OBS_KINDS)
+def test_rollout_collector_invariants(obs_kind):
+    with counter(3, obs_kind, same_step_reset=True) as env:
+        run_rollout_collector(env)
+
+
+def test_rollout_collector_invariants_async():
+    with counter(2, "discrete", same_step_reset=True, asynchronous=True) as env:
+        run_rollout_collector(env)
+
+
+def test_rollout_collector_on_same_step_cartpole():
+    with VecEnv("CartPole-v1", 3, seed=0, same_step_reset=True) as env:
+        assert env.vectorization_mode == "sync"
+        rollout = RolloutCollector(env, ConstantActor()).collect(30)
+        assert rollout.obs.shape == (30, 3, 4)
+        done = rollout.done[:-1]
+        assert done.any()
+        final, first = rollout.next_obs[:-1][done], rollout.obs[1:][done]
+        assert ((final[:, 0].abs() > 2.4) | (final[:, 2].abs() > 0.2095)).all()
+        assert (first.abs() <= 0.05).all()  # the next row starts a fresh episode
+        assert torch.equal(rollout.obs[1:][~done], rollout.next_obs[:-1][~done])
+        flat = rollout.flatten()
+        assert flat.obs.shape == (90, 4) and torch.equal(flat.obs[3:6], rollout.obs[1])
+
+
+# ---------------------------------------------------------------------- EpisodeCollector
+def check_episode(ep: Episode[Action]) -> tuple[int, int]:
+    """An episode is whole: steps 0..T-1 of one (tag, k), then its final observation."""
+    code = decode(ep.obs)
+    T = len(ep)
+    assert code.shape == (T, 4) and T >= 1
+    assert (code[:, :2] == code[0, :2]).all()
+    assert torch.equal(code[:, 2], torch.arange(T))
+    assert (code[:, 3] == FLAG_RUNNING).all()
+    final = decode(ep.final_obs)
+    assert final.shape == (4,)
+    assert torch.equal(final[:2], code[0, :2]) and int(final[2]) == T
+    assert int(final[3]) == (FLAG_TERMINATED if ep.terminated else FLAG_TRUNCATED)
+    assert isinstance(ep.terminated, bool)
+    assert torch.equal(ep.action.value, policy_action(code))
+    assert torch.equal(ep.reward, (ep.action.value + 1).float())
+    assert ep.cumulated_reward == float(ep.reward.sum())
+    assert torch.equal(decode(ep.all_obs), torch.cat([code, final[None]]))
+    return int(code[0, 0]), int(code[0, 1])
+
+
+def run_episode_collector(env: VecEnv) -> None:
+    actor = CounterActor()
+    collector = EpisodeCollector(env, actor)
+    B = env.num_envs
+    total = 0
+    kinds = set()
+    for n in [1, 4, 3, 7]:
+        episodes = collector.collect(n)
+        quota = -(-n // B)
+        assert len(episodes) == quota * B >= n
+        where = [check_episode(ep) for ep in episodes]
+        # copy by copy, each copy's episodes in the order they were played
+        tags = [tag for tag, _ in where]
+        assert tags == sorted(tags) and sorted(set(tags)) == list(range(SEED, SEED + B))
+        for b in range(B):
+            ks = [k for tag, k in where if tag == SEED + b]
+            assert len(ks) == quota and ks == list(range(ks[0], ks[0] + quota))
+        lengths = [len(ep) for ep in episodes]
+        total += sum(lengths)
+        assert collector.steps == total
+        assert collector.episode_lengths.tolist() == lengths
+        assert collector.episode_returns.tolist() == [ep.cumulated_reward for ep in episodes]
+        kinds |= {ep.terminated for ep in episodes}
+    assert kinds == {True, False}
+    assert actor.calls_with_grad == 0
+
+
+@pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
+@pytest.mark.parametrize("obs_kind", OBS_KINDS)
+def test_episode_collector_invariants(obs_kind, same_step_reset):
+    with counter(3, obs_kind, same_step_reset) as env:
+        run_episode_collector(env)
+
+
+def test_episode_collector_invariants_async():
+    with counter(2, "dict", same_step_reset=False, asynchronous=True) as env:
+        run_episode_collector(env)
+
+
+@pytest.mark.parametrize(("num_envs", "n_calls", "n_episodes"), [(1, 1, 300), (16, 40, 1)])
+def test_episode_collector_does_not_favour_short_episodes(num_envs, n_calls, n_episodes):
+    # episode lengths are geometric with mean 30 (standard deviation ~29.5). With 16 copies a
+    # collector that keeps the first episode to finish returns ~2-step episodes; one that
+    # keeps every episode finished while waiting for the slowest copy is ~20% short.
+    p = 1 / 30
+    with VecEnv(GEOMETRIC_ID, num_envs, seed=0, p=p) as env:
+        collector = EpisodeCollector(env, ConstantActor())
+        lengths = []
+        for _ in range(n_calls):
+            episodes = collector.collect(n_episodes)
+            lengths += [len(ep) for ep in episodes]
+    mean = sum(lengths) / len(lengths)
+    standard_error = ((1 - p) ** 0.5 / p) / len(lengths) ** 0.5  # 1.2 to 1.7
+    assert abs(mean - 1 / p) < 3.5 * standard_error, mean
+    assert len(lengths) == n_calls * max(n_episodes, num_envs)
+
+
+def test_episode_collector_raises_on_an_environment_that_never_ends():
+    with VecEnv(ENDLESS_ID, 2, seed=0) as env:
+        collector = EpisodeCollector(env, ConstantActor(), max_steps=50)
+        with pytest.raises(RuntimeError, match=r"after 50 steps per copy.*ever end.*max_steps"):
+            collector.collect(1)
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("n", [0, -1, 2.5, True])
+def test_collect_needs_a_positive_count(n):
+    with counter(2, "box", same_step_reset=True) as env:
+        for collector in (
+            TransitionCollector(env, CounterActor()),
+            RolloutCollector(env, CounterActor()),
+            EpisodeCollector(env, CounterActor()),
+        ):
+            with pytest.raises(ValueError, match="must be a positive int"):
+                collector.collect(n)
+        with pytest.raises(ValueError, match="max_steps must be a positive int"):
+            EpisodeCollector(env, CounterActor(), max_steps=0)
+
+
+def test_rollout_collector_refuses_a_next_step_env_and_says_how_to_build_one():
+    with (
+        counter(2, "box", same_step_reset=False) as env,
+        pytest.raises(
+            ValueError, match=r"same_step_reset=True.*VecEnv\('rl_mind_test/Counter-v0', 2"
+        ),
+    ):
+        RolloutCollector(env, CounterActor())
+
+
+def test_collectors_check_their_env_and_actor():
+    with pytest.raises(TypeError, match="expected a rl_mind VecEnv"):
+        TransitionCollector("CartPole-v1", CounterActor())  # type: ignore[arg-type]
+    with counter(2, "box", same_step_reset=False) as env:
+        with pytest.raises(TypeError, match="expected an Actor"):
+            TransitionCollector(env, 3)  # type: ignore[arg-type]
+
+        def bare(obs: Tensor | TensorStruct) -> Tensor:
+            return torch.zeros(2, dtype=torch.long)
+
+        with pytest.raises(TypeError, match=r"must return an Action.*got Tensor"):
+            TransitionCollector(env, bare).collect(1)  # type: ignore[arg-type]

@@ -1,0 +1,374 @@
+"""rl_mind.core: TensorStruct operations (property-based), Action types, Actor defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import Tensor, nn
+
+from rl_mind.core import Action, Actor, StochasticAction, TensorStruct, unbatched
+
+SETTINGS = settings(max_examples=50, deadline=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Inner(TensorStruct):
+    a: Tensor  # [N, 2] long
+    b: Tensor  # [N] float
+
+
+@dataclasses.dataclass(frozen=True)
+class Outer(TensorStruct):
+    x: Tensor  # [N, 3] float
+    flag: Tensor  # [N] bool
+    inner: Inner
+    name: str = "meta"  # metadata, passed through
+    scale: Tensor = unbatched(default=None)  # [2], not indexed
+
+
+@dataclasses.dataclass(frozen=True)
+class Other(TensorStruct):
+    x: Tensor
+
+
+def make(n: int, seed: int = 0, name: str = "meta") -> Outer:
+    g = torch.Generator().manual_seed(seed)
+    return Outer(
+        x=torch.randn(n, 3, generator=g),
+        flag=torch.rand(n, generator=g) < 0.5,
+        inner=Inner(torch.randint(0, 100, (n, 2), generator=g), torch.randn(n, generator=g)),
+        name=name,
+        scale=torch.tensor([1.0, 2.0]),
+    )
+
+
+def leaves(s: Outer) -> list[Tensor]:
+    """The batched tensors of an Outer, in a fixed order."""
+    return [s.x, s.flag, s.inner.a, s.inner.b]
+
+
+def assert_indexed_like(result: Outer, source: Outer, index: object) -> None:
+    for got, full in zip(leaves(result), leaves(source)):
+        assert torch.equal(got, full[index])  # type: ignore[index]
+    assert result.name == source.name
+    assert result.scale is source.scale  # unbatched: not indexed
+
+
+sizes = st.integers(min_value=0, max_value=8)
+seeds = st.integers(min_value=0, max_value=10_000)
+
+
+# ---------------------------------------------------------------------- indexing
+@SETTINGS
+@given(n=st.integers(1, 8), seed=seeds, data=st.data())
+def test_int_index_removes_the_leading_dim_of_every_batched_field(n, seed, data):
+    s = make(n, seed)
+    i = data.draw(st.integers(-n, n - 1))
+    item = s[i]
+    assert_indexed_like(item, s, i)
+    assert item.flag.dim() == 0 and item.inner.b.dim() == 0
+    # an item has no length, but can still be cloned/moved and stacked back into a batch
+    with pytest.raises(TypeError, match="single item"):
+        len(item)
+    assert torch.equal(item.clone().x, s.x[i])
+    restacked = Outer.stack([s[j] for j in range(n)])
+    for got, full in zip(leaves(restacked), leaves(s)):
+        assert torch.equal(got, full)
+
+
+@SETTINGS
+@given(
+    n=sizes,
+    seed=seeds,
+    start=st.integers(-10, 10) | st.none(),
+    stop=st.integers(-10, 10) | st.none(),
+    step=st.integers(1, 3) | st.none(),
+)
+def test_slice_index_matches_tensor_slicing(n, seed, start, stop, step):
+    s = make(n, seed)
+    index = slice(start, stop, step)
+    result = s[index]
+    assert_indexed_like(result, s, index)
+    assert len(result) == len(range(n)[index])
+
+
+@SETTINGS
+@given(n=sizes, seed=seeds, data=st.data())
+def test_bool_mask_and_index_tensor_and_list_match_tensor_indexing(n, seed, data):
+    s = make(n, seed)
+    mask = torch.tensor(
+        data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=torch.bool
+    )
+    assert_indexed_like(s[mask], s, mask)
+    assert len(s[mask]) == int(mask.sum())
+    if n > 0:
+        picks = data.draw(st.lists(st.integers(0, n - 1), max_size=10))
+        index = torch.tensor(picks, dtype=torch.long)
+        assert_indexed_like(s[index], s, index)  # repeats allowed
+        assert_indexed_like(s[picks], s, picks)
+
+
+def test_index_errors_say_what_was_expected():
+    s = make(4)
+    with pytest.raises(IndexError, match=r"mask must have shape \[4\], got \[3\]"):
+        s[torch.tensor([True, False, True])]
+    with pytest.raises(IndexError, match="index 4 out of range for length 4"):
+        s[4]
+    with pytest.raises(IndexError, match="out of range"):
+        s[-5]
+
+
+# ---------------------------------------------------------------------- len, construction errors
+@SETTINGS
+@given(n=sizes, seed=seeds)
+def test_len_is_the_leading_dim(n, seed):
+    assert len(make(n, seed)) == n
+
+
+def test_fields_with_different_leading_sizes_name_the_fields_and_sizes():
+    with pytest.raises(ValueError, match=r"'x' has 3 and 'flag' has 2"):
+        Outer(
+            torch.zeros(3, 3),
+            torch.zeros(2, dtype=torch.bool),
+            Inner(torch.zeros(3, 2), torch.zeros(3)),
+        )
+    # a nested struct counts with its own leading size
+    with pytest.raises(ValueError, match=r"'x' has 3 and 'inner' has 5"):
+        Outer(
+            torch.zeros(3, 3),
+            torch.zeros(3, dtype=torch.bool),
+            Inner(torch.zeros(5, 2), torch.zeros(5)),
+        )
+    # and is itself checked
+    with pytest.raises(ValueError, match=r"Inner.*'a' has 5 and 'b' has 4"):
+        Inner(torch.zeros(5, 2), torch.zeros(4))
+
+
+def test_a_scalar_in_a_batched_field_is_refused_with_a_hint():
+    with pytest.raises(ValueError, match=r"Other.x.*0-d tensor.*unsqueeze\(0\).*unbatched\(\)"):
+        Other(torch.tensor(1.0))
+
+
+def test_structs_are_frozen_and_a_struct_without_tensors_has_no_length():
+    s = make(2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.x = torch.zeros(2, 3)  # type: ignore[misc]
+
+    @dataclasses.dataclass(frozen=True)
+    class Meta(TensorStruct):
+        label: str
+
+    with pytest.raises(TypeError, match="no batched tensor field"):
+        len(Meta("a"))
+    with pytest.raises(TypeError, match="no tensor field, so no device"):
+        _ = Meta("a").device
+
+
+# ---------------------------------------------------------------------- set_
+@SETTINGS
+@given(n=st.integers(1, 8), seed=seeds, data=st.data())
+def test_set_writes_rows_in_place_like_tensor_assignment(n, seed, data):
+    s = make(n, seed)
+    before = [t.clone() for t in leaves(s)]
+    picks = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+    index = torch.tensor(picks)
+    value = make(len(picks), seed + 1)
+    storage = [t.data_ptr() for t in leaves(s)]
+    s.set_(index, value)
+    for got, old, new in zip(leaves(s), before, leaves(value)):
+        expected = old.clone()
+        expected[index] = new
+        assert torch.equal(got, expected)
+    assert [t.data_ptr() for t in leaves(s)] == storage  # in place, same tensors
+    # an int row takes an item
+    s.set_(0, value[0])
+    assert torch.equal(s.x[0], value.x[0]) and torch.equal(s.inner.a[0], value.inner.a[0])
+
+
+def test_set_refuses_another_struct_type():
+    with pytest.raises(TypeError, match="expected a Outer, got Other"):
+        make(2).set_(0, Other(torch.zeros(1)))  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- cat, stack
+@SETTINGS
+@given(seed=seeds, parts=st.lists(st.integers(0, 4), min_size=1, max_size=5))
+def test_cat_of_the_pieces_of_a_struct_gives_it_back(seed, parts):
+    s = make(sum(parts), seed)
+    bounds = [0]
+    for p in parts:
+        bounds.append(bounds[-1] + p)
+    pieces = [s[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    result = Outer.cat(pieces)
+    for got, full in zip(leaves(result), leaves(s)):
+        assert torch.equal(got, full)
+    assert result.name == "meta" and torch.equal(result.scale, s.scale)
+    assert type(result.inner) is Inner
+
+
+@SETTINGS
+@given(n=sizes, k=st.integers(1, 4), seed=seeds)
+def test_stack_adds_a_leading_dim_and_item_j_is_input_j(n, k, seed):
+    items = [make(n, seed + j) for j in range(k)]
+    result = Outer.stack(items)
+    assert len(result) == k
+    assert result.x.shape == (k, n, 3) and result.inner.b.shape == (k, n)
+    for j in range(k):
+        for got, src in zip(leaves(result[j]), leaves(items[j])):
+            assert torch.equal(got, src)
+    assert result.scale.shape == (2,)  # unbatched: not stacked
+
+
+def test_cat_and_stack_of_nothing_or_of_mixed_types_are_errors():
+    for op in (Outer.cat, Outer.stack):
+        with pytest.raises(ValueError, match="at least one item, got an empty list"):
+            op([])
+        with pytest.raises(TypeError, match="item 0 is a Outer and item 1 is a Other"):
+            op([make(1), Other(torch.zeros(1))])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="StochasticAction.*Action"):
+        Action.cat([StochasticAction(torch.zeros(1), torch.zeros(1)), Action(torch.zeros(1))])
+
+
+def test_cat_of_a_subclass_keeps_the_subclass():
+    items = [StochasticAction(torch.arange(2), torch.zeros(2)) for _ in range(2)]
+    result = Action.cat(items)
+    assert type(result) is StochasticAction
+    assert torch.equal(result.value, torch.tensor([0, 1, 0, 1]))
+
+
+def test_cat_of_incompatible_shapes_names_the_field_and_shapes():
+    a, b = Other(torch.zeros(2, 3)), Other(torch.zeros(2, 4))
+    with pytest.raises(
+        ValueError, match=r"field 'x' has incompatible shapes \[\[2, 3\], \[2, 4\]\]"
+    ):
+        Other.cat([a, b])
+    with pytest.raises(ValueError, match="field 'x' has incompatible shapes"):
+        Other.stack([Other(torch.zeros(2)), Other(torch.zeros(3))])
+
+
+def test_cat_requires_equal_unbatched_fields():
+    a, b = make(2), make(2)
+    b2 = dataclasses.replace(b, scale=torch.tensor([9.0, 9.0]))
+    assert torch.equal(Outer.cat([a, b]).scale, a.scale)
+    with pytest.raises(
+        ValueError, match="unbatched field 'scale' differs between item 0 and item 1"
+    ):
+        Outer.cat([a, b2])
+
+
+# ---------------------------------------------------------------------- to, clone, detach, apply
+@SETTINGS
+@given(n=sizes, seed=seeds)
+def test_to_dtype_converts_floats_only_and_to_device_keeps_values(n, seed):
+    s = make(n, seed)
+    d = s.to(torch.float64)
+    assert d.x.dtype == torch.float64 and d.inner.b.dtype == torch.float64
+    assert d.scale.dtype == torch.float64  # unbatched tensors are mapped too
+    assert d.flag.dtype == torch.bool and d.inner.a.dtype == torch.long
+    assert torch.equal(d.inner.a, s.inner.a) and torch.allclose(d.x, s.x.double())
+    assert d.name == "meta"
+    c = s.to("cpu")
+    assert c.device == torch.device("cpu")
+    assert all(torch.equal(u, v) for u, v in zip(leaves(c), leaves(s)))
+    assert s.to(dtype=torch.float16).x.dtype == torch.float16
+
+
+@SETTINGS
+@given(n=st.integers(1, 8), seed=seeds)
+def test_clone_is_deep_and_detach_shares_storage(n, seed):
+    s = make(n, seed)
+    c = s.clone()
+    for u, v in zip(leaves(c), leaves(s)):
+        assert torch.equal(u, v) and u.data_ptr() != v.data_ptr()
+    c.inner.b.add_(1.0)
+    assert not torch.equal(c.inner.b, s.inner.b)
+    grad = Outer(
+        s.x.clone().requires_grad_(), s.flag, Inner(s.inner.a, s.inner.b.clone().requires_grad_())
+    )
+    d = grad.detach()
+    assert not d.x.requires_grad and not d.inner.b.requires_grad
+    assert d.x.data_ptr() == grad.x.data_ptr()
+
+
+@SETTINGS
+@given(n=sizes, seed=seeds)
+def test_apply_maps_every_tensor_nested_and_unbatched_and_keeps_metadata(n, seed):
+    s = make(n, seed, name="kept")
+    seen: list[tuple[int, ...]] = []
+
+    def fn(t: Tensor) -> Tensor:
+        seen.append(tuple(t.shape))
+        return t * 2 if t.dtype != torch.bool else ~t
+
+    result = s.apply(fn)
+    assert len(seen) == 5  # x, flag, inner.a, inner.b, scale
+    assert torch.equal(result.x, s.x * 2) and torch.equal(result.inner.a, s.inner.a * 2)
+    assert torch.equal(result.flag, ~s.flag) and torch.equal(result.scale, s.scale * 2)
+    assert result.name == "kept" and type(result.inner) is Inner
+    assert [tuple(t.shape) for t in result.tensors()] == seen
+
+
+def test_unsqueeze_flatten_leading_and_device():
+    s = make(3)
+    u = s.unsqueeze(0)
+    assert u.x.shape == (1, 3, 3) and u.inner.b.shape == (1, 3) and u.scale.shape == (2,)
+    stacked = Outer.stack([make(3, 1), make(3, 2)])  # [2, 3]
+    flat = stacked.flatten_leading(2)
+    assert flat.x.shape == (6, 3) and len(flat) == 6
+    assert torch.equal(flat.inner.a[3:], make(3, 2).inner.a)  # row t * B + b
+    assert s.device == torch.device("cpu")
+
+
+# ---------------------------------------------------------------------- actions, actors
+def test_stochastic_action_is_an_action_with_a_log_prob():
+    a = StochasticAction(torch.tensor([1, 0]), torch.tensor([-0.1, -0.2]))
+    assert isinstance(a, Action) and len(a) == 2
+    with pytest.raises(ValueError, match=r"'value' has 2 and 'log_prob' has 3"):
+        StochasticAction(torch.tensor([1, 0]), torch.zeros(3))
+
+
+class LinearActor(Actor[StochasticAction]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+
+    def forward(self, obs: Tensor | TensorStruct) -> StochasticAction:
+        assert isinstance(obs, Tensor)
+        logits = self.linear(obs)
+        dist = torch.distributions.Categorical(logits=logits)
+        value = dist.sample()
+        return StochasticAction(value, dist.log_prob(value))
+
+
+def test_actor_call_returns_its_action_type_and_act_defaults_to_its_value():
+    torch.manual_seed(0)
+    actor = LinearActor()
+    obs = torch.randn(5, 4)
+    action = actor(obs)
+    assert isinstance(action, StochasticAction) and action.log_prob.shape == (5,)
+    torch.manual_seed(1)
+    acted = actor.act(obs)
+    torch.manual_seed(1)
+    assert torch.equal(acted, actor(obs).value)
+    assert actor.device == torch.device("cpu")
+
+
+def test_actor_device_without_parameters_and_forward_not_implemented():
+    class Bare(Actor[Action]):
+        pass
+
+    bare = Bare()
+    assert bare.device == torch.device("cpu")
+    with pytest.raises(NotImplementedError, match="Bare.forward"):
+        bare(torch.zeros(1, 2))
+
+    class WithBuffer(Actor[Action]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("scale", torch.ones(1, dtype=torch.float64))
+
+    assert WithBuffer().device == torch.device("cpu")

@@ -1,0 +1,294 @@
+"""rl_mind.env: VecEnv spaces and properties, seeding, lifetime, the two auto-reset modes,
+Dict observations, and bad actions (a clear error, and the environment state is kept)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from gymnasium import spaces
+
+from rl_mind.core import Action, TensorStruct
+from rl_mind.env import EnvStep, VecEnv
+from tests.toy_envs import (
+    COUNTER_ID,
+    FLAG_RUNNING,
+    FLAG_TERMINATED,
+    FLAG_TRUNCATED,
+    CounterActor,
+    decode,
+)
+
+OBS_KINDS = ["box", "discrete", "dict"]
+
+
+def counter(num_envs: int = 3, obs_kind: str = "box", **kwargs) -> VecEnv:
+    return VecEnv(COUNTER_ID, num_envs, seed=kwargs.pop("seed", 10), obs_kind=obs_kind, **kwargs)
+
+
+# ---------------------------------------------------------------------- spaces and properties
+def test_box_observations_and_discrete_actions():
+    with counter(3) as env:
+        assert env.num_envs == 3 and env.env_name == COUNTER_ID
+        assert env.observation_dim == 4 and env.n_actions == 3 and not env.is_continuous
+        assert isinstance(env.observation_space, spaces.Box) and env.observation_space.shape == (4,)
+        assert env.action_space == spaces.Discrete(3)  # one copy's space
+        assert env.same_step_reset is False and env.device == torch.device("cpu")
+        with pytest.raises(TypeError, match="Box action spaces.*use n_actions"):
+            _ = env.action_dim
+        with pytest.raises(TypeError, match="Discrete observation spaces"):
+            _ = env.n_states
+        obs = env.reset()
+        assert obs.shape == (3, 4) and obs.dtype == torch.float32
+        step = env.step(torch.zeros(3, dtype=torch.long))
+        assert isinstance(step, EnvStep)
+        assert step.reward.shape == (3,) and step.reward.dtype == torch.float32
+        assert step.terminated.dtype == torch.bool and step.truncated.dtype == torch.bool
+        assert step.autoreset.dtype == torch.bool and step.autoreset.shape == (3,)
+        assert torch.equal(step.done, step.terminated | step.truncated)
+        assert env.gym_env.num_envs == 3
+        assert type(env.gym_unwrapped).__name__ == "CounterEnv"
+
+
+def test_discrete_observations_are_long_state_indices():
+    with counter(2, "discrete") as env:
+        assert env.n_states == 10**12
+        with pytest.raises(TypeError, match="use n_states"):
+            _ = env.observation_dim
+        obs = env.reset()
+        assert obs.shape == (2,) and obs.dtype == torch.long
+        assert decode(obs).tolist() == [[10, 0, 0, 0], [11, 0, 0, 0]]
+
+
+def test_dict_observations_are_a_tensor_struct_with_one_field_per_key():
+    with counter(2, "dict") as env:
+        obs = env.reset()
+        assert isinstance(obs, TensorStruct) and len(obs) == 2
+        assert obs.where.shape == (2, 2) and obs.where.dtype == torch.float32  # type: ignore[attr-defined]
+        assert obs.step.shape == (2,) and obs.step.dtype == torch.long  # type: ignore[attr-defined]
+        assert obs.flag.dtype == torch.long  # type: ignore[attr-defined]
+        step = env.step(torch.zeros(2, dtype=torch.long))
+        assert type(step.obs) is type(obs) and type(step.next_obs) is type(obs)
+        assert step.obs.step.tolist() == [1, 1]  # type: ignore[union-attr]
+        with pytest.raises(TypeError, match="Box observation spaces"):
+            _ = env.observation_dim
+
+
+def test_continuous_actions():
+    with counter(2, action_kind="box", same_step_reset=True) as env:  # no reset rows
+        assert env.is_continuous and env.action_dim == 2
+        with pytest.raises(TypeError, match="use action_dim"):
+            _ = env.n_actions
+        env.reset()
+        step = env.step(torch.tensor([[0.25, 0.5], [-1.0, 0.0]]))
+        assert step.reward.tolist() == [0.75, -1.0]
+        # float64 actions are converted, gradients never reach the environment
+        grad = torch.full((2, 2), 0.5, dtype=torch.float64, requires_grad=True)
+        assert env.step(grad * 1).reward.tolist() == [1.0, 1.0]
+
+
+def test_cartpole_native_vectorization_in_next_step_mode_and_sync_in_same_step_mode():
+    with VecEnv("CartPole-v1", 4, seed=0) as env:
+        assert env.vectorization_mode == "vector_entry_point"
+        assert env.observation_dim == 4 and env.n_actions == 2
+        obs = env.reset()
+        assert obs.shape == (4, 4) and obs.dtype == torch.float32
+        step = env.step(torch.ones(4, dtype=torch.long))
+        assert step.reward.tolist() == [1.0] * 4
+    with VecEnv("CartPole-v1", 4, seed=0) as again:
+        assert torch.equal(again.reset(), obs)  # seeded: reproducible
+    with VecEnv("CartPole-v1", 4, seed=0, same_step_reset=True) as same:
+        # the native CartPole only does next-step: same-step falls back to sync
+        assert same.vectorization_mode == "sync" and same.same_step_reset
+        assert same.reset().shape == (4, 4)
+    with VecEnv("CartPole-v1", 4, wrappers=[lambda e: e]) as wrapped:
+        assert wrapped.vectorization_mode == "sync"  # wrappers need one env per copy
+
+
+def test_native_cartpole_next_step_autoreset_rows():
+    with VecEnv("CartPole-v1", 2, seed=1) as env:
+        env.reset()
+        previous_done = torch.zeros(2, dtype=torch.bool)
+        for _ in range(200):
+            step = env.step(torch.ones(2, dtype=torch.long))  # always push right: falls fast
+            assert torch.equal(step.autoreset, previous_done)
+            if step.autoreset.any():
+                assert (step.reward[step.autoreset] == 0).all()
+                assert not step.done[step.autoreset].any()
+                # a fresh CartPole starts within +-0.05
+                assert (step.obs[step.autoreset].abs() <= 0.05).all()
+                break
+            previous_done = step.done.clone()
+        assert step.autoreset.any()
+
+
+def test_unknown_environment_id_names_the_close_match():
+    with pytest.raises(ValueError, match=r"unknown environment id 'CartPol-v1'.*CartPole"):
+        VecEnv("CartPol-v1", 2)
+
+
+@pytest.mark.parametrize("num_envs", [0, -1, 1.5, True])
+def test_num_envs_must_be_a_positive_int(num_envs):
+    with pytest.raises(ValueError, match="num_envs must be a positive int"):
+        VecEnv("CartPole-v1", num_envs)
+
+
+# ---------------------------------------------------------------------- seeding, lifetime, device
+def rollout_codes(env: VecEnv, n: int, reset_seed: int | None = None) -> list[list[list[int]]]:
+    actor = CounterActor()
+    obs = env.reset(seed=reset_seed)
+    codes = [decode(obs).tolist()]
+    for _ in range(n):
+        step = env.step(actor(obs))
+        obs = step.obs
+        codes.append(decode(step.next_obs).tolist() + decode(obs).tolist())
+    return codes
+
+
+def test_the_same_seed_gives_the_same_run_and_copies_get_seed_plus_i():
+    with counter(3, seed=7) as a, counter(3, seed=7) as b, counter(3, seed=8) as c:
+        run_a = rollout_codes(a, 30)
+        assert run_a == rollout_codes(b, 30)
+        assert run_a != rollout_codes(c, 30)
+        assert [row[0] for row in run_a[0]] == [7, 8, 9]  # copy i seeded with seed + i
+        # an explicit reset seed replays exactly; a later unseeded reset does not re-seed
+        assert rollout_codes(a, 20, reset_seed=3) == rollout_codes(b, 20, reset_seed=3)
+        assert a.reset().tolist() != a.reset(seed=3).tolist()
+
+
+def test_close_is_idempotent_and_a_closed_env_refuses_to_step():
+    env = counter(2)
+    with env:
+        with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+            env.step(torch.zeros(2, dtype=torch.long))
+        env.reset()
+    with pytest.raises(RuntimeError, match="closed"):
+        env.step(torch.zeros(2, dtype=torch.long))
+    with pytest.raises(RuntimeError, match="closed"):
+        env.reset()
+    env.close()  # idempotent
+    assert "next-step" in repr(env)
+
+
+def test_device_argument_puts_every_tensor_there():
+    with counter(2, "dict", device="cpu", same_step_reset=True) as env:
+        assert env.device == torch.device("cpu")
+        obs = env.reset()
+        step = env.step(Action(torch.zeros(2, dtype=torch.long)))  # an Action is accepted
+        assert obs.device == step.device == torch.device("cpu")
+        assert all(t.device == torch.device("cpu") for t in step.tensors())
+
+
+# ---------------------------------------------------------------------- auto-reset modes
+def check_auto_reset_semantics(env: VecEnv, n_steps: int) -> tuple[int, int]:
+    """Step with the counter actor and check every row; returns (#terminated, #truncated)."""
+    actor = CounterActor()
+    obs = env.reset()
+    previous_done = torch.zeros(env.num_envs, dtype=torch.bool)
+    n_terminated = n_truncated = 0
+    for _ in range(n_steps):
+        code = decode(obs)
+        step = env.step(actor(obs))
+        obs_code, next_code = decode(step.obs), decode(step.next_obs)
+        if env.same_step_reset:
+            assert not step.autoreset.any()
+            acted = torch.ones(env.num_envs, dtype=torch.bool)
+        else:
+            assert torch.equal(step.autoreset, previous_done)
+            assert torch.equal(obs_code, next_code)  # next-step: obs is next_obs
+            acted = ~step.autoreset
+            # the reset row ignored its action: a new episode, no reward, not done
+            reset = step.autoreset
+            assert (obs_code[reset, 1] == code[reset, 1] + 1).all()
+            assert (obs_code[reset, 2] == 0).all() and (obs_code[reset, 3] == FLAG_RUNNING).all()
+            assert (step.reward[reset] == 0).all() and not step.done[reset].any()
+        # next_obs is the true successor of the observation acted on
+        assert torch.equal(next_code[acted, :2], code[acted, :2])
+        assert torch.equal(next_code[acted, 2], code[acted, 2] + 1)
+        assert torch.equal(step.reward[acted], (actor(obs).value[acted] + 1).float())
+        # terminated / truncated are where the environment put them
+        assert torch.equal(step.terminated, acted & (next_code[:, 3] == FLAG_TERMINATED))
+        assert torch.equal(step.truncated, acted & (next_code[:, 3] == FLAG_TRUNCATED))
+        if env.same_step_reset:
+            done = step.done
+            # the ending step already returns the first observation of the next episode
+            assert (obs_code[done, 1] == code[done, 1] + 1).all()
+            assert (obs_code[done, 2] == 0).all()
+            assert torch.equal(obs_code[~done], next_code[~done])
+        n_terminated += int(step.terminated.sum())
+        n_truncated += int(step.truncated.sum())
+        previous_done = step.done.clone()
+        obs = step.obs
+    return n_terminated, n_truncated
+
+
+@pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
+@pytest.mark.parametrize("obs_kind", OBS_KINDS)
+def test_auto_reset_semantics_sync(obs_kind, same_step_reset):
+    with counter(3, obs_kind, same_step_reset=same_step_reset) as env:
+        assert env.vectorization_mode == "sync"
+        n_terminated, n_truncated = check_auto_reset_semantics(env, 40)
+    assert n_terminated > 3 and n_truncated > 3  # both kinds of ending were exercised
+
+
+@pytest.mark.parametrize(
+    ("obs_kind", "same_step_reset"), [("box", False), ("dict", True)], ids=["box-next", "dict-same"]
+)
+def test_auto_reset_semantics_async(obs_kind, same_step_reset):
+    with counter(2, obs_kind, same_step_reset=same_step_reset, asynchronous=True) as env:
+        assert env.vectorization_mode == "async"
+        n_terminated, n_truncated = check_auto_reset_semantics(env, 25)
+    assert n_terminated > 0 and n_truncated > 0
+
+
+# ---------------------------------------------------------------------- bad actions
+def test_bad_discrete_actions_are_refused_and_the_episode_continues():
+    with counter(2) as env:
+        obs = env.reset()
+        long = torch.long
+        bad = [
+            (torch.zeros(3, dtype=long), r"shape \[2\] \(\[num_envs\]\), got \[3\]"),
+            (torch.zeros(2, 1, dtype=long), r"got \[2, 1\] \(squeeze the last dimension\)"),
+            (torch.tensor([0, 3]), r"must lie in \[0, 2\], got \[0, 3\]"),
+            (torch.tensor([-1, 0]), r"must lie in \[0, 2\]"),
+            (torch.tensor([0.0, 1.0]), r"integer discrete actions.*float32.*actions.long\(\)"),
+            (torch.tensor([0.5, 1.0]), "integer discrete actions"),
+            (torch.tensor([True, False]), "integer discrete actions.*bool"),
+        ]
+        for actions, message in bad:
+            with pytest.raises(ValueError, match=message):
+                env.step(actions)
+        with pytest.raises(TypeError, match="tensor of actions or an Action, got list"):
+            env.step([0, 1])  # type: ignore[arg-type]
+        # nothing reached the environment: the next valid step continues the same episode
+        step = env.step(torch.tensor([0, 1]))
+        assert torch.equal(decode(step.next_obs)[:, 2], decode(obs)[:, 2] + 1)
+        assert torch.equal(decode(step.next_obs)[:, 1], decode(obs)[:, 1])
+
+
+def test_bad_continuous_actions_are_refused_and_the_episode_continues():
+    with counter(2, action_kind="box") as env:
+        obs = env.reset()
+        bad = [
+            (torch.zeros(2), r"shape \[2, 2\] \(\[num_envs, action_dim\]\), got \[2\]"),
+            (torch.zeros(3, 2), r"shape \[2, 2\].*got \[3, 2\]"),
+            (torch.zeros(2, 3), r"got \[2, 3\]"),
+            (torch.tensor([[0.0, float("nan")], [0.0, 0.0]]), r"finite.*rows \[0\]"),
+            (torch.tensor([[0.0, 0.0], [float("inf"), 0.0]]), r"finite.*rows \[1\]"),
+            (torch.zeros(2, 2, dtype=torch.long), "floating-point continuous actions"),
+        ]
+        for actions, message in bad:
+            with pytest.raises(ValueError, match=message):
+                env.step(actions)
+        step = env.step(torch.zeros(2, 2))
+        assert torch.equal(decode(step.next_obs)[:, 2], decode(obs)[:, 2] + 1)
+        assert torch.equal(decode(step.next_obs)[:, 1], decode(obs)[:, 1])
+
+
+def test_a_one_dimensional_continuous_action_must_keep_its_last_dim():
+    import rl_mind.envs  # noqa: F401  (registers CartPoleContinuous-v1)
+
+    with VecEnv("CartPoleContinuous-v1", 2, seed=0) as env:
+        env.reset()
+        with pytest.raises(ValueError, match=r"got \[2\].*unsqueeze\(-1\)"):
+            env.step(torch.zeros(2))
+        env.step(torch.zeros(2, 1))

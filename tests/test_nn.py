@@ -1,0 +1,100 @@
+"""rl_mind.nn: build_mlp layers and fresh activations, soft_update math and buffers."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from rl_mind.nn import build_mlp, soft_update
+
+
+# ---------------------------------------------------------------------- build_mlp
+def test_build_mlp_layers_and_shapes():
+    mlp = build_mlp([4, 8, 16, 2], nn.Tanh)
+    kinds = [type(layer) for layer in mlp]
+    assert kinds == [nn.Linear, nn.Tanh, nn.Linear, nn.Tanh, nn.Linear]
+    linears = [layer for layer in mlp if isinstance(layer, nn.Linear)]
+    assert [(lin.in_features, lin.out_features) for lin in linears] == [(4, 8), (8, 16), (16, 2)]
+    assert mlp(torch.zeros(5, 4)).shape == (5, 2)
+    assert [type(layer) for layer in build_mlp([3, 1])] == [nn.Linear]  # no hidden layer
+    assert type(build_mlp([3, 5, 1])[1]) is nn.ReLU  # the default activation
+
+
+def test_build_mlp_creates_a_fresh_activation_module_per_layer():
+    for activation in (nn.ReLU, lambda: nn.LeakyReLU(0.2), nn.ELU(alpha=0.5)):
+        mlp = build_mlp([2, 3, 3, 3, 1], activation, output_activation=nn.Sigmoid)
+        acts = [layer for layer in mlp if not isinstance(layer, nn.Linear)]
+        assert len(acts) == 4 and type(acts[-1]) is nn.Sigmoid
+        assert len({id(a) for a in acts}) == 4  # never one shared instance
+        assert all(a is not activation for a in acts)
+    mlp = build_mlp([2, 3, 1], nn.ELU(alpha=0.5))
+    assert mlp[1].alpha == 0.5  # a module instance is copied with its settings
+    out = build_mlp([2, 3, 1], output_activation=nn.Tanh())
+    assert type(out[-1]) is nn.Tanh and out(torch.full((1, 2), 100.0)).abs().max() <= 1
+
+
+@pytest.mark.parametrize("sizes", [[4], [], [4, 0, 2], [4, -1], [4, 2.5], [4, True]])
+def test_build_mlp_refuses_bad_sizes(sizes):
+    with pytest.raises(ValueError, match="build_mlp"):
+        build_mlp(sizes)
+
+
+def test_build_mlp_refuses_an_activation_that_is_not_a_module():
+    with pytest.raises(
+        TypeError, match=r"nn.Module class \(e.g. nn.ReLU\).*returned builtin_function_or_method"
+    ):
+        build_mlp([2, 3, 1], lambda: torch.relu)
+
+
+# ---------------------------------------------------------------------- soft_update
+def net() -> nn.Module:
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+
+
+def test_soft_update_is_polyak_averaging_and_copies_buffers():
+    torch.manual_seed(0)
+    source, target = net(), net()
+    source.train()
+    source(torch.randn(16, 3))  # moves the source's running statistics
+    before_target = copy.deepcopy(target.state_dict())
+    before_source = copy.deepcopy(source.state_dict())
+    soft_update(source, target, tau=0.25)
+    for name, param in target.named_parameters():
+        expected = 0.25 * before_source[name] + 0.75 * before_target[name]
+        assert torch.allclose(param, expected, atol=1e-6), name
+        assert param.is_leaf and param.grad_fn is None
+    for name, buffer in target.named_buffers():
+        assert torch.equal(buffer, before_source[name]), name  # running stats follow
+    assert int(target[1].num_batches_tracked) == 1
+    for name, value in source.state_dict().items():
+        assert torch.equal(value, before_source[name])  # the source is untouched
+
+
+def test_soft_update_tau_one_is_a_hard_copy_and_tau_zero_keeps_the_parameters():
+    torch.manual_seed(1)
+    source, target = net(), net()
+    kept = copy.deepcopy(target)
+    soft_update(source, target, 0.0)
+    assert all(torch.equal(a, b) for a, b in zip(target.parameters(), kept.parameters()))
+    soft_update(source, target, 1.0)
+    assert all(torch.equal(a, b) for a, b in zip(target.parameters(), source.parameters()))
+
+
+@pytest.mark.parametrize("tau", [-0.1, 1.5, float("nan")])
+def test_soft_update_refuses_tau_outside_zero_one(tau):
+    with pytest.raises(ValueError, match=r"tau must lie in \[0, 1\]"):
+        soft_update(net(), net(), tau)
+
+
+def test_soft_update_refuses_different_architectures():
+    with pytest.raises(
+        ValueError, match=r"same parameters; they differ in \['2.bias', '2.weight'\]"
+    ):
+        soft_update(net(), nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)), 0.5)
+    with pytest.raises(
+        ValueError, match=r"'0.weight' has shape \[4, 3\] in the source and \[4, 5\]"
+    ):
+        soft_update(net(), nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)), 0.5)

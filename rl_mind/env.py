@@ -211,6 +211,8 @@ class VecEnv:
         self._seed = seed
         self._same_step_reset = bool(same_step_reset)
         self._device = torch.device(device) if device is not None else torch.device("cpu")
+        self._wrappers = tuple(wrappers)
+        self._env_kwargs = dict(env_kwargs)
         mode = AutoresetMode.SAME_STEP if same_step_reset else AutoresetMode.NEXT_STEP
         self._autoreset_mode = mode
 
@@ -291,6 +293,16 @@ class VecEnv:
     def device(self) -> torch.device:
         """The device of the returned tensors."""
         return self._device
+
+    @property
+    def wrappers(self) -> tuple[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]], ...]:
+        """The wrapper constructors applied to each copy."""
+        return self._wrappers
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments given to the environment's constructor (a copy)."""
+        return dict(self._env_kwargs)
 
     @property
     def vectorization_mode(self) -> str:

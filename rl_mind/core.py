@@ -22,6 +22,7 @@ What the reader must not get wrong:
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
 
@@ -194,6 +195,11 @@ class TensorStruct:
         ``index`` is an int (the dimension is removed), a slice, a long index tensor or a
         bool mask of length ``len(self)``.
         """
+        if isinstance(index, Tensor):
+            if index.dim() == 0 and not (index.is_floating_point() or index.dtype == torch.bool):
+                index = int(index)  # e.g. an argmax: one item, like an int
+        elif isinstance(index, numbers.Integral) and not isinstance(index, (int, bool)):
+            index = int(index)  # e.g. numpy.int64
         if isinstance(index, Tensor) and index.dtype == torch.bool:
             n = len(self)
             if index.shape != (n,):

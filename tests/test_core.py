@@ -112,6 +112,15 @@ def test_bool_mask_and_index_tensor_and_list_match_tensor_indexing(n, seed, data
         assert_indexed_like(s[picks], s, picks)
 
 
+def test_numpy_ints_and_0d_index_tensors_index_like_an_int():
+    import numpy as np
+
+    s = make(4, 1)
+    for index in (np.int64(2), torch.tensor(2), torch.tensor(-2)):
+        assert_indexed_like(s[index], s, int(index))
+    assert torch.equal(s[torch.tensor([2])].x, s.x[[2]])  # a 1-d index keeps the dim
+
+
 def test_index_errors_say_what_was_expected():
     s = make(4)
     with pytest.raises(IndexError, match=r"mask must have shape \[4\], got \[3\]"):

@@ -361,3 +361,17 @@ def test_collectors_check_their_env_and_actor():
 
         with pytest.raises(TypeError, match=r"must return an Action.*got Tensor"):
             TransitionCollector(env, bare).collect(1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
+def test_episode_statistics_after_hundreds_of_unread_collect_one_calls(same_step_reset):
+    # statistics nobody reads are folded away in bulk: the report stays the last call's
+    with counter(2, "box", same_step_reset) as env:
+        collector = TransitionCollector(env, CounterActor())
+        book = EpisodeBook()
+        for i in range(600):
+            data = collector.collect(1)
+            ended = book.record(decode(data.obs), decode(data.next_obs), data.reward)
+            if i in (299, 598, 599):
+                assert stats(collector) == sorted(ended)
+        assert ended or stats(collector) == []

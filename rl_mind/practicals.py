@@ -1,0 +1,295 @@
+"""``rl-mind practical``: student and solution notebooks from one practical source.
+
+A teacher writes each practical once, as a Python file in jupytext's *percent* format
+(cells separated by ``# %%`` lines, markdown cells by ``# %% [markdown]``), with the
+reference solution inside nbgrader's markers::
+
+    def td_target(...):
+        ### BEGIN SOLUTION the TD targets y [N], without gradients
+        ...reference code...
+        ### END SOLUTION
+
+Two notebooks come out of it:
+
+- the **student** notebook, where each marked region is replaced by a stub at the same
+  indentation that raises a ``NotImplementedError`` naming what to write (the text after
+  ``### BEGIN SOLUTION``, or else the enclosing function);
+- the **solution** notebook, the source as it is (markers included, so that the reader
+  sees where the gaps are).
+
+Generated notebooks carry no outputs, fixed cell ids and no jupytext metadata, so that
+they are byte-for-byte reproducible and can be committed; ``rl-mind practical --check``
+(and :func:`stale_notebooks`, from a test) fails when they are out of date.
+
+What the reader must not get wrong: the markers are matched per line (``### BEGIN
+SOLUTION`` and ``### END SOLUTION`` on their own lines, in one code cell, not nested);
+anything else is an error that names the file and the cell. Reading the percent format
+needs ``jupytext`` (``pip install jupytext``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BEGIN_SOLUTION",
+    "END_SOLUTION",
+    "PracticalNotebooks",
+    "generate_notebooks",
+    "main",
+    "render_notebooks",
+    "stale_notebooks",
+    "student_source",
+]
+
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+
+_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
+_KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+
+
+def _enclosing_function(lines: list[str], marker_index: int) -> str | None:
+    """The name of the ``def`` that contains the line ``marker_index`` (None at top level)."""
+    indent = len(lines[marker_index]) - len(lines[marker_index].lstrip())
+    for line in reversed(lines[:marker_index]):
+        match = _DEF.match(line)
+        if match and len(match.group(1)) < indent:
+            return match.group(2)
+    return None
+
+
+def _stub_message(lines: list[str], marker_index: int, description: str) -> tuple[str, str]:
+    """(what to write, the NotImplementedError message) for the region at ``marker_index``."""
+    function = _enclosing_function(lines, marker_index)
+    what = description or (f"the body of {function}()" if function else "the marked code")
+    prefix = f"{function}(): " if function else ""
+    return what, f"{prefix}write {what}, then run the check cell below"
+
+
+def student_source(source: str, *, where: str = "<cell>") -> str:
+    """The code of one cell with each solution region replaced by a stub.
+
+    ``where`` names the cell in error messages. The stub is::
+
+        # YOUR CODE HERE: <what to write>
+        raise NotImplementedError("<function>(): write <what>, then run the check cell below")
+    """
+    lines = source.split("\n")
+    out: list[str] = []
+    inside = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(BEGIN_SOLUTION):
+            if inside:
+                raise ValueError(
+                    f"{where}, line {i + 1}: {BEGIN_SOLUTION!r} inside another solution region; "
+                    f"close the first one with {END_SOLUTION!r}"
+                )
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            description = stripped[len(BEGIN_SOLUTION) :].strip(" :-\u2014")
+            what, message = _stub_message(lines, i, description)
+            out.append(f"{indent}# YOUR CODE HERE: {what}")
+            out.append(f"{indent}raise NotImplementedError({message!r})")
+        elif stripped.startswith(END_SOLUTION):
+            if not inside:
+                raise ValueError(
+                    f"{where}, line {i + 1}: {END_SOLUTION!r} without a {BEGIN_SOLUTION!r} before it"
+                )
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{where}: {BEGIN_SOLUTION!r} is never closed by {END_SOLUTION!r}")
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class PracticalNotebooks:
+    """The two notebooks generated from one source, as ``.ipynb`` JSON text."""
+
+    student: str
+    solution: str
+    n_gaps: int
+
+
+def _read_percent(text: str) -> Any:
+    try:
+        import jupytext
+    except ImportError:  # pragma: no cover - jupytext is a test dependency
+        raise ImportError(
+            "rl-mind practical reads jupytext's percent format: pip install jupytext"
+        ) from None
+    return jupytext.reads(text, fmt="py:percent")
+
+
+def _normalized(notebook: Any, name: str) -> Any:
+    """Fixed metadata and cell ids, no outputs: the same source always gives the same bytes."""
+    import nbformat
+
+    notebook.metadata = nbformat.from_dict(
+        {"kernelspec": _KERNELSPEC, "language_info": {"name": "python"}}
+    )
+    stem = re.sub(r"[^A-Za-z0-9_-]", "-", name)[:40] or "cell"
+    for i, cell in enumerate(notebook.cells):
+        cell.id = f"{stem}-{i:03d}"
+        # jupytext's layout hints only matter for writing the text form back.
+        cell.metadata = nbformat.from_dict(
+            {k: v for k, v in cell.metadata.items() if not k.startswith("lines_to_")}
+        )
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    notebook.nbformat, notebook.nbformat_minor = 4, 5
+    return notebook
+
+
+def render_notebooks(text: str, *, name: str = "practical") -> PracticalNotebooks:
+    """Student and solution notebooks (``.ipynb`` JSON text) from a percent-format source."""
+    import copy
+
+    import nbformat
+
+    solution = _normalized(_read_percent(text), name)
+    student = copy.deepcopy(solution)
+    n_gaps = 0
+    for i, cell in enumerate(student.cells):
+        if cell.cell_type != "code" or BEGIN_SOLUTION not in cell.source:
+            if END_SOLUTION in cell.source:
+                raise ValueError(f"{name}, cell {i}: {END_SOLUTION!r} outside a code cell region")
+            continue
+        n_gaps += sum(line.strip().startswith(BEGIN_SOLUTION) for line in cell.source.split("\n"))
+        cell.source = student_source(cell.source, where=f"{name}, cell {i}")
+    if n_gaps == 0:
+        raise ValueError(
+            f"{name}: no {BEGIN_SOLUTION!r} region found; mark the reference solution in "
+            f"the code cells"
+        )
+    return PracticalNotebooks(
+        student=nbformat.writes(student) + "\n",
+        solution=nbformat.writes(solution) + "\n",
+        n_gaps=n_gaps,
+    )
+
+
+def _targets(
+    source: Path, student_dir: Path | None, solution_dir: Path | None
+) -> tuple[Path, Path]:
+    base = source.parent.parent if source.parent.name == "src" else source.parent
+    student = (student_dir or base) / f"{source.stem}.ipynb"
+    solution = (solution_dir or base / "solutions") / f"{source.stem}.ipynb"
+    return student, solution
+
+
+def generate_notebooks(
+    source: str | Path,
+    student_dir: str | Path | None = None,
+    solution_dir: str | Path | None = None,
+) -> tuple[Path, Path]:
+    """Write the student and solution notebooks of ``source``; returns their paths.
+
+    By default, for ``notebooks/src/dqn.py``: ``notebooks/dqn.ipynb`` (student) and
+    ``notebooks/solutions/dqn.ipynb`` (a source outside a ``src`` folder writes next to
+    itself and into ``solutions/`` beside it).
+    """
+    source = Path(source)
+    student_path, solution_path = _targets(
+        source,
+        Path(student_dir) if student_dir is not None else None,
+        Path(solution_dir) if solution_dir is not None else None,
+    )
+    notebooks = render_notebooks(source.read_text(encoding="utf-8"), name=source.stem)
+    for path, text in ((student_path, notebooks.student), (solution_path, notebooks.solution)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return student_path, solution_path
+
+
+def stale_notebooks(
+    sources: Sequence[str | Path],
+    student_dir: str | Path | None = None,
+    solution_dir: str | Path | None = None,
+) -> list[Path]:
+    """The generated notebooks that are missing or differ from what their source gives now."""
+    stale: list[Path] = []
+    for source in map(Path, sources):
+        student_path, solution_path = _targets(
+            source,
+            Path(student_dir) if student_dir is not None else None,
+            Path(solution_dir) if solution_dir is not None else None,
+        )
+        notebooks = render_notebooks(source.read_text(encoding="utf-8"), name=source.stem)
+        for path, text in ((student_path, notebooks.student), (solution_path, notebooks.solution)):
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                stale.append(path)
+    return stale
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rl-mind practical",
+        description=(
+            "Generate the student notebook (each '### BEGIN SOLUTION' ... '### END SOLUTION' "
+            "region replaced by a stub raising NotImplementedError) and the solution "
+            "notebook from practical sources in jupytext's percent format."
+        ),
+    )
+    parser.add_argument(
+        "sources", nargs="+", type=Path, help="practical sources (.py, percent format)"
+    )
+    parser.add_argument(
+        "--student-dir",
+        type=Path,
+        default=None,
+        help="where student notebooks go (default: the parent of a 'src' folder, else beside the source)",
+    )
+    parser.add_argument(
+        "--solution-dir",
+        type=Path,
+        default=None,
+        help="where solution notebooks go (default: 'solutions' beside the student notebooks)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit with status 1 if a generated notebook is missing or out of date",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``rl-mind practical``; returns the exit status."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    missing = [str(path) for path in args.sources if not path.is_file()]
+    if missing:
+        print(f"rl-mind practical: no such source file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        if args.check:
+            stale = stale_notebooks(args.sources, args.student_dir, args.solution_dir)
+            for path in stale:
+                print(f"out of date: {path}", file=sys.stderr)
+            if stale:
+                print(
+                    "rl-mind practical: regenerate with `rl-mind practical "
+                    + " ".join(str(p) for p in args.sources)
+                    + "`",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"{len(args.sources)} practical(s) up to date")
+            return 0
+        for source in args.sources:
+            student, solution = generate_notebooks(source, args.student_dir, args.solution_dir)
+            print(f"{source} -> {student} (student), {solution} (solution)")
+    except ValueError as error:
+        print(f"rl-mind practical: {error}", file=sys.stderr)
+        return 1
+    return 0

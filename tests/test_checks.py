@@ -1,0 +1,579 @@
+"""rl_mind.checks: every check passes on the reference solutions (read from the practical
+sources) and fails, naming the mistake, on typical wrong answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from rl_mind import checks, soft_update
+
+SOURCES = sorted((Path(__file__).parent.parent / "notebooks" / "src").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, Callable[..., Any]]:
+    return checks.reference_functions(SOURCES)
+
+
+def run_check(
+    name: str, fn: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> tuple[bool, str]:
+    passed = getattr(checks, f"check_{name}")(fn)
+    return passed, capsys.readouterr().out
+
+
+def test_every_gap_has_a_reference_solution_in_the_sources(reference: dict[str, Any]) -> None:
+    assert set(reference) == set(checks.SPECS)
+
+
+def test_the_stored_data_matches_the_reference_solutions(reference: dict[str, Any]) -> None:
+    stored = torch.load(checks.DATA_PATH, weights_only=True)
+    fresh = checks.expected_data(reference)
+    assert stored.keys() == fresh.keys()
+
+    def same(a: Any, b: Any) -> bool:
+        if isinstance(a, torch.Tensor):
+            return (
+                isinstance(b, torch.Tensor)
+                and a.shape == b.shape
+                and torch.allclose(a, b, atol=1e-6)
+            )
+        if isinstance(a, dict):
+            return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list | tuple):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return bool(a == b)
+
+    for name in fresh:
+        assert same(stored[name], fresh[name]), (
+            f"the check data of {name} is out of date: run `python -m rl_mind.checks notebooks/src/*.py`"
+        )
+
+
+@pytest.mark.parametrize("name", sorted(checks.SPECS))
+def test_every_check_passes_on_the_reference(
+    name: str, reference: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    passed, out = run_check(name, reference[name], capsys)
+    assert passed, out
+    assert out.startswith("✓")
+
+
+def test_a_check_lets_the_students_exception_through() -> None:
+    def unfilled(*args: Any) -> Any:
+        raise NotImplementedError("the TD target")
+
+    with pytest.raises(NotImplementedError, match="the TD target"):
+        checks.check_dqn_td_target(unfilled)
+
+
+def test_a_check_restores_the_random_state(
+    reference: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch.manual_seed(3)
+    expected = torch.rand(1)
+    torch.manual_seed(3)
+    checks.check_sac_target(reference["sac_target"])
+    assert torch.equal(torch.rand(1), expected)
+
+
+def test_a_forgotten_return_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    passed, out = run_check("ppo_value_loss", lambda values, returns: None, capsys)
+    assert not passed and "forget `return`" in out
+
+
+# ----------------------------------------------------------------------------- wrong answers
+def _not_terminal(batch: Any) -> torch.Tensor:
+    return 1.0 - batch.terminated.float()
+
+
+def dqn_td_target_no_mask(target_network, batch, gamma):
+    with torch.no_grad():
+        return batch.reward + gamma * target_network(batch.next_obs).max(dim=1).values
+
+
+def dqn_td_target_with_gradients(target_network, batch, gamma):
+    return (
+        batch.reward
+        + gamma * _not_terminal(batch) * target_network(batch.next_obs).max(dim=1).values
+    )
+
+
+def dqn_td_target_mean_over_actions(target_network, batch, gamma):
+    with torch.no_grad():
+        return batch.reward + gamma * _not_terminal(batch) * target_network(batch.next_obs).mean(
+            dim=1
+        )
+
+
+def dqn_td_target_inverted_mask(target_network, batch, gamma):
+    with torch.no_grad():
+        next_q = target_network(batch.next_obs).max(dim=1).values
+        return batch.reward + gamma * batch.terminated.float() * next_q
+
+
+def dqn_loss_best_action(q_network, batch, td_target):
+    return F.mse_loss(q_network(batch.obs).max(dim=1).values, td_target)
+
+
+def dqn_loss_sum(q_network, batch, td_target):
+    q = q_network(batch.obs).gather(1, batch.action.value.unsqueeze(1)).squeeze(1)
+    return ((q - td_target) ** 2).sum()
+
+
+def dqn_loss_detached(q_network, batch, td_target):
+    with torch.no_grad():
+        q = q_network(batch.obs).gather(1, batch.action.value.unsqueeze(1)).squeeze(1)
+    return F.mse_loss(q, td_target)
+
+
+def dqn_loss_absolute(q_network, batch, td_target):
+    q = q_network(batch.obs).gather(1, batch.action.value.unsqueeze(1)).squeeze(1)
+    return (q - td_target).abs().mean()
+
+
+def returns_forward_cumsum(rewards, gamma):
+    return torch.cumsum(rewards, dim=0)
+
+
+def returns_undiscounted(rewards, gamma):
+    return torch.flip(torch.cumsum(torch.flip(rewards, [0]), 0), [0])
+
+
+def returns_discount_off_by_one(rewards, gamma):
+    out, future = torch.zeros_like(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        future = gamma * (rewards[t] + future)
+        out[t] = future
+    return out
+
+
+def returns_total(rewards, gamma):
+    return torch.full_like(rewards, float(rewards.sum()))
+
+
+def reinforce_sign(log_prob, returns, values):
+    return (log_prob * (returns - values).detach()).mean()
+
+
+def reinforce_no_baseline(log_prob, returns, values):
+    return -(log_prob * returns).mean()
+
+
+def reinforce_baseline_not_detached(log_prob, returns, values):
+    return -(log_prob * (returns - values)).mean()
+
+
+def reinforce_sum(log_prob, returns, values):
+    return -(log_prob * (returns - values).detach()).sum()
+
+
+def _nstep(
+    reward,
+    next_value,
+    terminated,
+    truncated,
+    gamma,
+    *,
+    mask_terminal=True,
+    reset=True,
+    bootstrap_truncated=True,
+):
+    returns = torch.zeros_like(reward)
+    future = next_value[-1].detach()
+    for t in reversed(range(len(reward))):
+        ended = terminated[t] | (truncated[t] if reset else torch.zeros_like(truncated[t]))
+        if not reset:
+            ended = torch.zeros_like(ended)
+        bootstrap = (
+            torch.where(ended, next_value[t].detach(), future)
+            if t < len(reward) - 1
+            else next_value[t].detach()
+        )
+        if not bootstrap_truncated:
+            bootstrap = torch.where(truncated[t], torch.zeros_like(bootstrap), bootstrap)
+        mask = (~terminated[t]).float() if mask_terminal else 1.0
+        returns[t] = reward[t] + gamma * mask * bootstrap
+        future = returns[t]
+    return returns
+
+
+def nstep_bootstrap_at_terminal(reward, next_value, terminated, truncated, gamma):
+    return _nstep(reward, next_value, terminated, truncated, gamma, mask_terminal=False)
+
+
+def nstep_no_reset(reward, next_value, terminated, truncated, gamma):
+    return _nstep(reward, next_value, terminated, truncated, gamma, reset=False)
+
+
+def nstep_truncation_as_terminal(reward, next_value, terminated, truncated, gamma):
+    return _nstep(reward, next_value, terminated, truncated, gamma, bootstrap_truncated=False)
+
+
+def nstep_with_gradients(reward, next_value, terminated, truncated, gamma):
+    done = terminated | truncated
+    returns, future = [], next_value[-1]
+    for t in reversed(range(len(reward))):
+        bootstrap = (
+            torch.where(done[t], next_value[t], future) if t < len(reward) - 1 else next_value[t]
+        )
+        future = reward[t] + gamma * (~terminated[t]).float() * bootstrap
+        returns.append(future)
+    return torch.stack(returns[::-1])
+
+
+def a2c_not_detached(log_prob, values, returns):
+    return -(log_prob * (returns - values)).mean(), F.mse_loss(values, returns)
+
+
+def a2c_sign(log_prob, values, returns):
+    return (log_prob * (returns - values).detach()).mean(), F.mse_loss(values, returns)
+
+
+def a2c_no_baseline(log_prob, values, returns):
+    return -(log_prob * returns).mean(), F.mse_loss(values, returns)
+
+
+def a2c_value_detached(log_prob, values, returns):
+    return -(log_prob * (returns - values).detach()).mean(), F.mse_loss(values.detach(), returns)
+
+
+def _gae(
+    reward,
+    value,
+    next_value,
+    terminated,
+    truncated,
+    gamma,
+    lam,
+    *,
+    mask_terminal=True,
+    reset=True,
+    truncation_terminal=False,
+):
+    with torch.no_grad():
+        terminal = terminated | truncated if truncation_terminal else terminated
+        mask = (~terminal).float() if mask_terminal else 1.0
+        not_done = (~(terminated | truncated)).float() if reset else torch.ones_like(reward)
+        delta = reward + gamma * mask * next_value - value
+        out, running = torch.zeros_like(reward), torch.zeros_like(reward[0])
+        for t in reversed(range(len(reward))):
+            running = delta[t] + gamma * lam * not_done[t] * running
+            out[t] = running
+        return out
+
+
+def gae_not_reset(reward, value, next_value, terminated, truncated, gamma, gae_lambda):
+    return _gae(reward, value, next_value, terminated, truncated, gamma, gae_lambda, reset=False)
+
+
+def gae_bootstrap_at_terminal(reward, value, next_value, terminated, truncated, gamma, gae_lambda):
+    return _gae(
+        reward, value, next_value, terminated, truncated, gamma, gae_lambda, mask_terminal=False
+    )
+
+
+def gae_truncation_as_terminal(reward, value, next_value, terminated, truncated, gamma, gae_lambda):
+    return _gae(
+        reward,
+        value,
+        next_value,
+        terminated,
+        truncated,
+        gamma,
+        gae_lambda,
+        truncation_terminal=True,
+    )
+
+
+def gae_no_lambda(reward, value, next_value, terminated, truncated, gamma, gae_lambda):
+    return _gae(reward, value, next_value, terminated, truncated, gamma, 1.0)
+
+
+def ppo_sign(new_log_prob, old_log_prob, advantages, clip_coef):
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    return torch.min(
+        ratio * advantages, ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages
+    ).mean()
+
+
+def ppo_no_clip(new_log_prob, old_log_prob, advantages, clip_coef):
+    return -(torch.exp(new_log_prob - old_log_prob) * advantages).mean()
+
+
+def ppo_max(new_log_prob, old_log_prob, advantages, clip_coef):
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    return -torch.max(
+        ratio * advantages, ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages
+    ).mean()
+
+
+def ppo_log_ratio(new_log_prob, old_log_prob, advantages, clip_coef):
+    ratio = new_log_prob / old_log_prob
+    return -torch.min(
+        ratio * advantages, ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages
+    ).mean()
+
+
+def value_half(values, returns):
+    return 0.5 * F.mse_loss(values, returns)
+
+
+def value_sum(values, returns):
+    return ((values - returns) ** 2).sum()
+
+
+def value_detached(values, returns):
+    return F.mse_loss(values.detach(), returns)
+
+
+def value_not_squared(values, returns):
+    return (values - returns).abs().mean()
+
+
+def _td3(
+    actor_target,
+    q1,
+    q2,
+    batch,
+    noise,
+    gamma,
+    policy_noise,
+    noise_clip,
+    *,
+    combine=torch.min,
+    clip_noise=True,
+    clamp=True,
+    mask=True,
+    no_grad=True,
+    smoothing=True,
+):
+    with torch.set_grad_enabled(not no_grad):
+        eps = noise * policy_noise if smoothing else torch.zeros_like(noise)
+        if clip_noise:
+            eps = eps.clamp(-noise_clip, noise_clip)
+        action = actor_target.act(batch.next_obs) + eps
+        if clamp:
+            action = action.clamp(-1, 1)
+        next_q = combine(q1(batch.next_obs, action), q2(batch.next_obs, action))
+        return batch.reward + gamma * (_not_terminal(batch) if mask else 1.0) * next_q
+
+
+def td3_max(*args):
+    return _td3(*args, combine=torch.max)
+
+
+def td3_noise_not_clipped(*args):
+    return _td3(*args, clip_noise=False)
+
+
+def td3_no_mask(*args):
+    return _td3(*args, mask=False)
+
+
+def td3_with_gradients(*args):
+    return _td3(*args, no_grad=False)
+
+
+def td3_not_clamped(*args):
+    return _td3(*args, clamp=False)
+
+
+def td3_no_smoothing(*args):
+    return _td3(*args, smoothing=False)
+
+
+def td3_actor_sign(actor, q1, obs):
+    return q1(obs, actor.act(obs)).mean()
+
+
+def td3_actor_no_grad(actor, q1, obs):
+    with torch.no_grad():
+        action = actor.act(obs)
+    return -q1(obs, action).mean()
+
+
+def td3_actor_exploring(actor, q1, obs):
+    return -q1(obs, actor(obs).value).mean()
+
+
+def update_swapped(networks, target_networks, tau):
+    for network, target in zip(networks, target_networks):
+        soft_update(target, network, tau)
+
+
+def update_tau_swapped(networks, target_networks, tau):
+    for network, target in zip(networks, target_networks):
+        soft_update(network, target, 1.0 - tau)
+
+
+def update_hard_copy(networks, target_networks, tau):
+    for network, target in zip(networks, target_networks):
+        target.load_state_dict(network.state_dict())
+
+
+def _sac(
+    actor,
+    q1,
+    q2,
+    batch,
+    alpha,
+    gamma,
+    *,
+    entropy_sign=-1.0,
+    combine=torch.min,
+    mask=True,
+    no_grad=True,
+):
+    with torch.set_grad_enabled(not no_grad):
+        action = actor(batch.next_obs)
+        next_q = combine(q1(batch.next_obs, action.value), q2(batch.next_obs, action.value))
+        soft = next_q + entropy_sign * alpha * action.log_prob
+        return batch.reward + gamma * (_not_terminal(batch) if mask else 1.0) * soft
+
+
+def sac_entropy_sign(*args):
+    return _sac(*args, entropy_sign=1.0)
+
+
+def sac_max(*args):
+    return _sac(*args, combine=torch.max)
+
+
+def sac_no_mask(*args):
+    return _sac(*args, mask=False)
+
+
+def sac_with_gradients(*args):
+    return _sac(*args, no_grad=False)
+
+
+def sac_actor_sign(actor, q1, q2, obs, alpha):
+    action = actor(obs)
+    return -(
+        alpha * action.log_prob - torch.min(q1(obs, action.value), q2(obs, action.value))
+    ).mean()
+
+
+def sac_actor_q1_only(actor, q1, q2, obs, alpha):
+    action = actor(obs)
+    return (alpha * action.log_prob - q1(obs, action.value)).mean()
+
+
+def sac_actor_no_entropy(actor, q1, q2, obs, alpha):
+    action = actor(obs)
+    return (-torch.min(q1(obs, action.value), q2(obs, action.value))).mean()
+
+
+def sac_actor_detached_action(actor, q1, q2, obs, alpha):
+    action = actor(obs)
+    value = action.value.detach()
+    return (alpha * action.log_prob - torch.min(q1(obs, value), q2(obs, value))).mean()
+
+
+def temperature_sign(log_alpha, log_prob, target_entropy):
+    return (log_alpha * (log_prob + target_entropy).detach()).mean()
+
+
+def temperature_not_detached(log_alpha, log_prob, target_entropy):
+    return -(log_alpha * (log_prob + target_entropy)).mean()
+
+
+def temperature_alpha(log_alpha, log_prob, target_entropy):
+    return -(log_alpha.exp() * (log_prob + target_entropy).detach()).mean()
+
+
+def temperature_minus_target(log_alpha, log_prob, target_entropy):
+    return -(log_alpha * (log_prob - target_entropy).detach()).mean()
+
+
+WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
+    # (check, wrong function, a phrase the message must contain)
+    ("dqn_td_target", dqn_td_target_no_mask, "terminal step"),
+    ("dqn_td_target", dqn_td_target_with_gradients, "carries gradients"),
+    ("dqn_td_target", dqn_td_target_mean_over_actions, "best action"),
+    ("dqn_td_target", dqn_td_target_inverted_mask, "ordinary transitions"),
+    ("dqn_loss", dqn_loss_best_action, "action taken"),
+    ("dqn_loss", dqn_loss_sum, "do not sum"),
+    ("dqn_loss", dqn_loss_detached, "no gradient reaches q_network"),
+    ("dqn_loss", dqn_loss_absolute, "mean squared error"),
+    ("discounted_returns", returns_forward_cumsum, "the future, not the past"),
+    ("discounted_returns", returns_undiscounted, "discounted by one more factor of gamma"),
+    ("discounted_returns", returns_discount_off_by_one, "its own reward, not discounted"),
+    ("discounted_returns", returns_total, "the future, not the past"),
+    ("reinforce_loss", reinforce_sign, "sign error"),
+    ("reinforce_loss", reinforce_no_baseline, "minus the baseline"),
+    ("reinforce_loss", reinforce_baseline_not_detached, "gradients into the baseline"),
+    ("reinforce_loss", reinforce_sum, "do not sum"),
+    ("nstep_returns", nstep_bootstrap_at_terminal, "terminal step"),
+    ("nstep_returns", nstep_no_reset, "back across the boundary"),
+    ("nstep_returns", nstep_truncation_as_terminal, "truncated step is not terminal"),
+    ("nstep_returns", nstep_with_gradients, "carries gradients"),
+    ("a2c_loss", a2c_not_detached, "gradients into the critic"),
+    ("a2c_loss", a2c_sign, "sign error"),
+    ("a2c_loss", a2c_no_baseline, "return minus value"),
+    ("a2c_loss", a2c_value_detached, "no gradient of the value loss"),
+    ("gae", gae_not_reset, "restart at an episode boundary"),
+    ("gae", gae_bootstrap_at_terminal, "terminal step"),
+    ("gae", gae_truncation_as_terminal, "truncated step is not terminal"),
+    ("gae", gae_no_lambda, "gamma * gae_lambda"),
+    ("ppo_policy_loss", ppo_sign, "sign error"),
+    ("ppo_policy_loss", ppo_no_clip, "clip the ratio"),
+    ("ppo_policy_loss", ppo_max, "minimum"),
+    ("ppo_policy_loss", ppo_log_ratio, "exp(new_log_prob - old_log_prob)"),
+    ("ppo_value_loss", value_half, "factor 0.5"),
+    ("ppo_value_loss", value_sum, "do not sum"),
+    ("ppo_value_loss", value_detached, "no gradient reaches values"),
+    ("ppo_value_loss", value_not_squared, "mean squared error"),
+    ("td3_target", td3_max, "smaller of the two target critics"),
+    ("td3_target", td3_noise_not_clipped, "clip the smoothing noise"),
+    ("td3_target", td3_no_mask, "terminal step"),
+    ("td3_target", td3_with_gradients, "carries gradients"),
+    ("td3_target", td3_not_clamped, "action bounds"),
+    ("td3_target", td3_no_smoothing, "target policy smoothing"),
+    ("td3_actor_loss", td3_actor_sign, "sign error"),
+    ("td3_actor_loss", td3_actor_no_grad, "no gradient reaches the actor"),
+    ("td3_actor_loss", td3_actor_exploring, "deterministic action"),
+    ("update_targets", update_swapped, "networks[0] was modified"),
+    ("update_targets", update_tau_swapped, "fraction tau"),
+    ("update_targets", update_hard_copy, "fraction tau"),
+    ("sac_target", sac_entropy_sign, "entropy bonus"),
+    ("sac_target", sac_max, "smaller of the two target critics"),
+    ("sac_target", sac_no_mask, "terminal step"),
+    ("sac_target", sac_with_gradients, "carries gradients"),
+    ("sac_actor_loss", sac_actor_sign, "sign error"),
+    ("sac_actor_loss", sac_actor_q1_only, "smaller of the two critics"),
+    ("sac_actor_loss", sac_actor_no_entropy, "entropy"),
+    ("sac_actor_loss", sac_actor_detached_action, "no gradient reaches the actor"),
+    ("sac_temperature_loss", temperature_sign, "sign error"),
+    ("sac_temperature_loss", temperature_not_detached, "detach it"),
+    ("sac_temperature_loss", temperature_alpha, "log_alpha (not alpha)"),
+    ("sac_temperature_loss", temperature_minus_target, "entropy gap"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "phrase"),
+    WRONG_ANSWERS,
+    ids=[wrong.__name__ for _, wrong, _ in WRONG_ANSWERS],
+)
+def test_a_typical_wrong_answer_fails_with_a_message_naming_the_mistake(
+    name: str, wrong: Callable[..., Any], phrase: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    passed, out = run_check(name, wrong, capsys)
+    assert not passed
+    assert out.startswith(f"✗ {name}: case ")
+    assert phrase in out, out
+
+
+def test_every_check_has_at_least_three_wrong_answers() -> None:
+    counts = {name: 0 for name in checks.SPECS}
+    for name, _, _ in WRONG_ANSWERS:
+        counts[name] += 1
+    assert min(counts.values()) >= 3, counts

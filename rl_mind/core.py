@@ -55,6 +55,21 @@ def unbatched(**kwargs: Any) -> Any:
     return dataclasses.field(metadata=metadata, **kwargs)
 
 
+def _same_value(first: Any, other: Any) -> bool:
+    """Equality of two field values: tensors and structs by content, the rest with ``==``."""
+    if isinstance(first, Tensor):
+        return (
+            isinstance(other, Tensor) and first.shape == other.shape and torch.equal(first, other)
+        )
+    if isinstance(first, TensorStruct):
+        if type(other) is not type(first):
+            return False
+        return all(
+            _same_value(getattr(first, name), getattr(other, name)) for name, _ in first._fields()
+        )
+    return bool(other == first)
+
+
 def _is_batched(field: dataclasses.Field[Any]) -> bool:
     return not field.metadata.get("unbatched", False)
 
@@ -270,11 +285,7 @@ class TensorStruct:
             first = column[0]
             if not batched:
                 for i, other in enumerate(column[1:], start=1):
-                    same = (
-                        isinstance(other, Tensor) and torch.equal(first, other)
-                        if isinstance(first, Tensor)
-                        else other == first
-                    )
+                    same = _same_value(first, other)
                     if not same:
                         raise ValueError(
                             f"{struct_type.__name__}.{op}: unbatched field {name!r} differs "

@@ -22,11 +22,15 @@ ActivationFactory = Callable[[], nn.Module]
 def _fresh(activation: ActivationFactory | nn.Module) -> nn.Module:
     if isinstance(activation, nn.Module):
         return copy.deepcopy(activation)
-    module = activation()
+    try:
+        module = activation()
+    except TypeError:
+        module = None  # e.g. torch.relu, a function that needs its input
     if not isinstance(module, nn.Module):
         raise TypeError(
             f"activation must be an nn.Module class (e.g. nn.ReLU) or a factory returning a "
-            f"module, got {activation!r} which returned {type(module).__name__}"
+            f"module, got {activation!r} (for a function such as torch.relu, pass the "
+            f"module class nn.ReLU instead)"
         )
     return module
 

@@ -381,3 +381,28 @@ def test_actor_device_without_parameters_and_forward_not_implemented():
             self.register_buffer("scale", torch.ones(1, dtype=torch.float64))
 
     assert WithBuffer().device == torch.device("cpu")
+
+
+def test_cat_compares_unbatched_struct_fields_by_content():
+    @dataclasses.dataclass(frozen=True)
+    class Inner(TensorStruct):
+        a: Tensor
+
+    @dataclasses.dataclass(frozen=True)
+    class Outer(TensorStruct):
+        x: Tensor
+        final: Inner = unbatched()
+
+    same = Outer.cat(
+        [Outer(torch.zeros(2), Inner(torch.zeros(3))), Outer(torch.ones(2), Inner(torch.zeros(3)))]
+    )
+    assert same.x.tolist() == [0, 0, 1, 1]
+    with pytest.raises(
+        ValueError, match="unbatched field 'final' differs between item 0 and item 1"
+    ):
+        Outer.cat(
+            [
+                Outer(torch.zeros(2), Inner(torch.zeros(3))),
+                Outer(torch.ones(2), Inner(torch.ones(3))),
+            ]
+        )

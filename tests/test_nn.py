@@ -44,7 +44,7 @@ def test_build_mlp_refuses_bad_sizes(sizes):
 
 def test_build_mlp_refuses_an_activation_that_is_not_a_module():
     with pytest.raises(
-        TypeError, match=r"nn.Module class \(e.g. nn.ReLU\).*returned builtin_function_or_method"
+        TypeError, match=r"nn.Module class \(e.g. nn.ReLU\).*got <function"
     ):
         build_mlp([2, 3, 1], lambda: torch.relu)
 
@@ -98,3 +98,8 @@ def test_soft_update_refuses_different_architectures():
         ValueError, match=r"'0.weight' has shape \[4, 3\] in the source and \[4, 5\]"
     ):
         soft_update(net(), nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)), 0.5)
+
+
+def test_build_mlp_refuses_a_function_activation_with_a_clear_message():
+    with pytest.raises(TypeError, match=r"pass the module class nn.ReLU"):
+        build_mlp([2, 3, 4], torch.relu)

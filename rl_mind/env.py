@@ -175,8 +175,10 @@ class VecEnv:
     Args:
         env_name: a registered gymnasium id (``"CartPole-v1"``, ``"rl_mind/PongDuel-v0"``).
         num_envs: the number of copies ``B``.
-        seed: seeds copy ``i`` with ``seed + i`` at the first ``reset`` (and the action
-            space), so that runs are reproducible.
+        seed: seeds the copies at the first ``reset`` (and the action space), so that runs
+            are reproducible: sync and async copies ``i`` get ``seed + i``; a natively
+            vectorized environment seeds its own generator from ``seed`` (so the same seed
+            may start differently in the two modes).
         same_step_reset: the auto-reset mode (see the module docstring). Required by
             :class:`~rl_mind.collectors.RolloutCollector`.
         wrappers: gymnasium wrapper constructors applied to each copy (this disables
@@ -381,7 +383,7 @@ class VecEnv:
         """Reset every copy; returns the first observations ``[B, ...]``.
 
         ``seed`` (or, at the first reset, the constructor's seed) seeds copy ``i`` with
-        ``seed + i``.
+        ``seed + i`` (a natively vectorized environment: its own generator from ``seed``).
         """
         self._check_open()
         if seed is None and self._needs_reset:

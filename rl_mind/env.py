@@ -464,7 +464,7 @@ class VecEnv:
             autoreset = self._no_reset
             next_obs = obs
             if "_final_obs" in info or "final_obs" in info:
-                next_obs = self._with_final_obs(obs, info, terminated_np | truncated_np)
+                next_obs = self._with_final_obs(obs, obs_np, info, terminated_np | truncated_np)
         else:
             next_obs = obs
             # the copies that ended at the previous step were reset by this one
@@ -473,7 +473,7 @@ class VecEnv:
         return EnvStep._trusted(obs, next_obs, reward, terminated, truncated, autoreset)
 
     def _with_final_obs(
-        self, obs: Observation, info: dict[str, Any], done: np.ndarray
+        self, obs: Observation, obs_np: Any, info: dict[str, Any], done: np.ndarray
     ) -> Observation:
         """``obs`` with the rows of the copies that just ended replaced by their final obs."""
         mask_np = np.asarray(info.get("_final_obs", done), dtype=bool)
@@ -481,13 +481,19 @@ class VecEnv:
             return obs
         final = info["final_obs"]
         if isinstance(final, np.ndarray) and final.dtype != object:
-            rows = self._convert(final[mask_np])
+            final_rows = final[mask_np]
         elif isinstance(final, dict):  # Dict space, natively vectorized
             rows = self._convert({key: value[mask_np] for key, value in final.items()})
-        else:
+            return _replace_rows(obs, torch.from_numpy(mask_np).to(self._device), rows)
+        elif self._convert.is_dict:
             rows = self._convert.rows(list(final[mask_np]))
-        mask = torch.from_numpy(mask_np).to(self._device)
-        return _replace_rows(obs, mask, rows)
+            return _replace_rows(obs, torch.from_numpy(mask_np).to(self._device), rows)
+        else:
+            final_rows = np.stack(list(final[mask_np]))
+        # plain arrays: replace the rows in numpy, then convert once (cheaper than torch)
+        next_np = np.array(obs_np)
+        next_np[mask_np] = final_rows
+        return self._convert(next_np)
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:

@@ -227,6 +227,7 @@ class VecEnv:
         self._observation_space = self._gym_env.single_observation_space
         self._action_space = self._gym_env.single_action_space
         self._convert = _Converter(self._observation_space, self._device)
+        self._continuous = isinstance(self._action_space, spaces.Box)
         if isinstance(self._action_space, spaces.Discrete):
             self._action_low = int(self._action_space.start)
             self._action_high = int(self._action_space.start + self._action_space.n)
@@ -406,8 +407,11 @@ class VecEnv:
                 f"step expects a tensor of actions or an Action, got {type(actions).__name__}"
             )
         B = self._num_envs
-        array = actions.detach().cpu().numpy()
-        if self.is_continuous:
+        try:  # the common case, a CPU tensor without gradients, converts without copies
+            array = actions.numpy()
+        except (RuntimeError, TypeError):
+            array = actions.detach().cpu().numpy()
+        if self._continuous:
             shape = (B, *self._action_space.shape)  # type: ignore[misc]
             if array.shape != shape:
                 hint = " (use actions.unsqueeze(-1))" if array.shape == (B,) == shape[:1] else ""
@@ -469,7 +473,7 @@ class VecEnv:
             next_obs = obs
             # the copies that ended at the previous step were reset by this one
             autoreset = self._pending_reset
-            self._pending_reset = terminated | truncated
+            self._pending_reset = _tensor(terminated_np | truncated_np, np.bool_, device)
         return EnvStep._trusted(obs, next_obs, reward, terminated, truncated, autoreset)
 
     def _with_final_obs(

@@ -1,0 +1,724 @@
+"""PPO self-play on Pong Duel: the training behind ``rl-mind selfplay`` and the reference practical.
+
+One :class:`SelfPlayTrainer` update is the CleanRL-style PPO iteration, built from the
+package's blocks:
+
+1. :class:`~rl_mind.collectors.RolloutCollector` plays ``num_steps`` steps of ``num_envs``
+   matches of a same-step-reset :class:`~rl_mind.env.VecEnv` over the natively vectorized
+   game. The learner is player 0 of every match. The opponent of each match (player 1) is
+   chosen when the match starts: the **live learner itself** with probability
+   ``latest_opponent_probability``, else a frozen snapshot drawn from an
+   :class:`~rl_mind.selfplay.OpponentPool` by prioritized fictitious self-play.
+2. The live-learner opponent's moves are on-policy too, so they are trained on: the
+   opponent callable records what it saw and did, and its rewards, ends and successor
+   observations follow from player 0's (zero-sum game, mirrored observations).
+3. :func:`gae_advantages` with the truncation bootstrap, then ``update_epochs`` passes of
+   :func:`~rl_mind.data.minibatches` over the clipped PPO loss (:func:`ppo_loss`), with the
+   value loss and the entropy bonus.
+4. Every ``snapshot_every`` updates a frozen copy of the learner joins the pool (the first
+   one is the random initialisation).
+
+What the reader must not get wrong:
+
+- ``next_obs`` of a same-step rollout is the **true successor** (the final observation at
+  the end of a match): a truncated match (time limit) bootstraps from ``V(next_obs)``, a
+  terminated one does not, and no advantage flows across the end of a match.
+- An opponent changes only when its match ends, so the live-learner opponent's steps form
+  whole trajectories inside a rollout: GAE runs on them exactly as on the learner's.
+- On resume (:meth:`SelfPlayTrainer.load_state_dict`) everything learned is restored
+  (networks, optimizer, pool and its results, counters, random states); the matches that
+  were in progress are not, the environment starts fresh matches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.distributions import Categorical
+
+from rl_mind.collectors import RolloutCollector
+from rl_mind.core import Actor, Observation, StochasticAction
+from rl_mind.data import minibatches
+from rl_mind.env import VecEnv
+from rl_mind.nn import build_mlp
+from rl_mind.notebook import Profile
+from rl_mind.selfplay.matches import MatchStats, play_matches, round_robin
+from rl_mind.selfplay.pool import OpponentPool
+from rl_mind.selfplay.ratings import EloTable, Leaderboard, bradley_terry
+
+__all__ = [
+    "BOTS",
+    "PongCritic",
+    "PongPolicy",
+    "SelfPlayConfig",
+    "SelfPlayTrainer",
+    "UpdateStats",
+    "explained_variance",
+    "gae_advantages",
+    "mirror_observation",
+    "ppo_loss",
+]
+
+ENV_NAME = "rl_mind/PongDuel-v0"
+OBSERVATION_SIZE = 10
+N_ACTIONS = 3
+BOTS = ("random", "scripted", "predictive")
+
+
+# ====================================================================== configuration
+@dataclasses.dataclass
+class SelfPlayConfig:
+    """Every number of the self-play PPO run (the defaults are the full profile).
+
+    ``SelfPlayConfig.for_profile()`` returns these, or :meth:`fast_test` under
+    ``RL_MIND_FAST_TEST=1``.
+    """
+
+    num_envs: int = 128  # B parallel matches
+    num_steps: int = 128  # T steps per update
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2
+    update_epochs: int = 4
+    minibatch_size: int = 4096
+    entropy_coef: float = 0.01
+    value_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    latest_opponent_probability: float = 0.5  # else a pool snapshot
+    train_on_opponent: bool = True  # also learn from the live-learner opponent's moves
+    snapshot_every: int = 10  # updates between two snapshots
+    pool_capacity: int = 64
+    pool_sampling: str = "pfsp"
+    eval_every_seconds: float = 20.0
+    eval_matches: int = 100  # per bot
+    checkpoint_every_seconds: float = 60.0
+    leaderboard_snapshots: int = 8  # snapshots in the final round robin
+    leaderboard_matches: int = 64  # per pair
+    video_max_steps: int = 1500
+    seed: int = 0
+    device: str = "cpu"
+
+    @classmethod
+    def fast_test(cls, **changes: Any) -> SelfPlayConfig:
+        """Tiny budgets for CI: everything runs in seconds (it learns nothing)."""
+        values: dict[str, Any] = dict(
+            num_envs=8,
+            num_steps=32,
+            minibatch_size=128,
+            update_epochs=2,
+            snapshot_every=2,
+            eval_every_seconds=5.0,
+            eval_matches=4,
+            checkpoint_every_seconds=3.0,
+            leaderboard_snapshots=3,
+            leaderboard_matches=2,
+            video_max_steps=60,
+        )
+        values.update(changes)
+        return cls(**values)
+
+    @classmethod
+    def for_profile(cls, **changes: Any) -> SelfPlayConfig:
+        """The full configuration, or :meth:`fast_test` under the fast-test profile."""
+        return cls.fast_test(**changes) if Profile.is_fast_test() else cls(**changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        values = dataclasses.asdict(self)
+        values["hidden_sizes"] = list(self.hidden_sizes)
+        return values
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> SelfPlayConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"SelfPlayConfig: unknown settings {unknown}")
+        config = dict(values)
+        if "hidden_sizes" in config:
+            config["hidden_sizes"] = tuple(int(h) for h in config["hidden_sizes"])
+        return cls(**config)
+
+
+# ====================================================================== networks
+def _tensor(obs: Observation) -> Tensor:
+    if not isinstance(obs, Tensor):
+        raise TypeError(f"Pong Duel observations are [N, 10] tensors, got {type(obs).__name__}")
+    return obs
+
+
+def _orthogonal(layer: nn.Module, gain: float) -> None:
+    if isinstance(layer, nn.Linear):
+        nn.init.orthogonal_(layer.weight, gain)
+        nn.init.zeros_(layer.bias)
+
+
+def _init_mlp(mlp: nn.Sequential, output_gain: float) -> None:
+    linears = [m for m in mlp if isinstance(m, nn.Linear)]
+    for layer in linears[:-1]:
+        _orthogonal(layer, math.sqrt(2.0))
+    _orthogonal(linears[-1], output_gain)
+
+
+class PongPolicy(Actor[StochasticAction]):
+    """The policy: a tanh MLP ``10 → 64 → 64 → 3`` giving the logits of a categorical.
+
+    ``policy(obs [N, 10])`` samples (training behaviour, and what a snapshot plays in the
+    pool); ``policy.act(obs)`` takes the most likely action; ``policy.distribution(obs)``
+    is what the loss differentiates.
+    """
+
+    def __init__(self, hidden_sizes: tuple[int, ...] = (64, 64)) -> None:
+        super().__init__()
+        self.net = build_mlp([OBSERVATION_SIZE, *hidden_sizes, N_ACTIONS], activation=nn.Tanh)
+        _init_mlp(self.net, output_gain=0.01)  # near-uniform first policy
+
+    def distribution(self, obs: Tensor) -> Categorical:
+        return Categorical(logits=self.net(obs))
+
+    def forward(self, obs: Observation) -> StochasticAction:
+        distribution = self.distribution(_tensor(obs))
+        action = distribution.sample()
+        return StochasticAction(action, distribution.log_prob(action))
+
+    def act(self, obs: Observation) -> Tensor:
+        return self.net(_tensor(obs)).argmax(dim=-1)
+
+
+class PongCritic(nn.Module):
+    """The value function: a separate tanh MLP ``10 → 64 → 64 → 1``; ``critic(obs [N, 10]) -> [N]``."""
+
+    def __init__(self, hidden_sizes: tuple[int, ...] = (64, 64)) -> None:
+        super().__init__()
+        self.net = build_mlp([OBSERVATION_SIZE, *hidden_sizes, 1], activation=nn.Tanh)
+        _init_mlp(self.net, output_gain=1.0)
+
+    def forward(self, obs: Tensor) -> Tensor:
+        return self.net(obs).squeeze(-1)
+
+
+# ====================================================================== the algorithm's pieces
+def mirror_observation(obs: Tensor) -> Tensor:
+    """Player 1's observation ``[..., 10]`` from player 0's of the same state (and back).
+
+    The game is mirrored so that "me" is always on the left: swap the paddles and the
+    scores, negate the ball's x and x-velocity, recompute ``ball y - own y``.
+    """
+    mirrored = obs[..., [1, 0, 2, 3, 4, 5, 6, 8, 7, 9]].clone()
+    mirrored[..., 2] = -obs[..., 2]
+    mirrored[..., 4] = -obs[..., 4]
+    mirrored[..., 6] = obs[..., 3] - obs[..., 1]
+    return mirrored
+
+
+def gae_advantages(
+    reward: Tensor,
+    value: Tensor,
+    next_value: Tensor,
+    terminated: Tensor,
+    truncated: Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> Tensor:
+    """Generalized advantage estimation over a same-step rollout; all arguments ``[T, B]``.
+
+    ``next_value`` is ``V(next_obs)``, the value of the true successor (the final
+    observation where a match ended). The one-step error bootstraps from it unless the
+    state is terminal, so a **truncated** match (time limit) still bootstraps; the
+    recursion stops at every end of a match, terminated or truncated, so nothing flows
+    from one match into the next.
+    """
+    not_terminal = (~terminated).float()
+    continues = (~(terminated | truncated)).float()
+    delta = reward + gamma * not_terminal * next_value - value
+    advantages = torch.zeros_like(reward)
+    running = torch.zeros_like(reward[0])
+    for t in reversed(range(reward.shape[0])):
+        running = delta[t] + gamma * gae_lambda * continues[t] * running
+        advantages[t] = running
+    return advantages
+
+
+def ppo_loss(
+    policy: PongPolicy,
+    critic: PongCritic,
+    obs: Tensor,
+    action: Tensor,
+    old_log_prob: Tensor,
+    advantages: Tensor,
+    returns: Tensor,
+    config: SelfPlayConfig,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """The PPO loss of a minibatch ``[N]``: clipped surrogate + value loss − entropy bonus.
+
+    Advantages are normalized within the minibatch. Returns the loss and detached
+    diagnostics: ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl`` (the
+    ``(r - 1) - log r`` estimator) and ``clip_fraction``.
+    """
+    distribution = policy.distribution(obs)
+    log_ratio = distribution.log_prob(action) - old_log_prob
+    ratio = log_ratio.exp()
+    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    unclipped = ratio * advantages
+    clipped = ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef) * advantages
+    policy_loss = -torch.min(unclipped, clipped).mean()
+    value_loss = 0.5 * (critic(obs) - returns).pow(2).mean()
+    entropy = distribution.entropy().mean()
+    loss = policy_loss + config.value_coef * value_loss - config.entropy_coef * entropy
+    with torch.no_grad():
+        stats = {
+            "policy_loss": policy_loss.detach(),
+            "value_loss": value_loss.detach(),
+            "entropy": entropy.detach(),
+            "approx_kl": ((ratio - 1) - log_ratio).mean(),
+            "clip_fraction": ((ratio - 1).abs() > config.clip_coef).float().mean(),
+        }
+    return loss, stats
+
+
+def explained_variance(prediction: Tensor, target: Tensor) -> float:
+    """``1 - Var(target - prediction) / Var(target)``: 1 is perfect, 0 no better than a constant."""
+    variance = target.var()
+    if float(variance) == 0.0:
+        return float("nan")
+    return float(1.0 - (target - prediction).var() / variance)
+
+
+# ====================================================================== the live opponent
+class _LiveOpponent:
+    """The live learner as the opponent of some matches; records what it saw and did.
+
+    The game calls it once per step with the observations ``[K, 10]`` of the K matches it
+    plays (in increasing copy order); ``records`` keeps ``(obs, action, log_prob)``.
+    """
+
+    name = "latest"
+
+    def __init__(self, policy: PongPolicy) -> None:
+        self.policy = policy
+        self.recording = True
+        self.records: list[tuple[Tensor, Tensor, Tensor]] = []
+
+    def __call__(self, obs: Tensor) -> Tensor:
+        device = self.policy.device
+        with torch.no_grad():
+            out = self.policy(obs.to(device))
+        if self.recording:
+            self.records.append((obs, out.value.cpu(), out.log_prob.cpu()))
+        return out.value.cpu()
+
+
+class _LearnerWithClock:
+    """The learner as the collector sees it: also notes which matches the live opponent
+    plays at each step (the game consults that opponent right after the learner acts)."""
+
+    def __init__(self, policy: PongPolicy, live_mask: np.ndarray) -> None:
+        self.policy = policy
+        self.live_mask = live_mask  # [B] bool, kept up to date by the opponent sampler
+        self.masks: list[np.ndarray] = []
+
+    def __call__(self, obs: Observation) -> StochasticAction:
+        self.masks.append(self.live_mask.copy())
+        return self.policy(obs.to(self.policy.device))
+
+
+# ====================================================================== statistics
+@dataclasses.dataclass
+class UpdateStats:
+    """What one update measured (means over its minibatches)."""
+
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    approx_kl: float
+    clip_fraction: float
+    explained_variance: float
+    samples: int  # learner + live-opponent steps trained on
+    win_rate_vs_latest: float
+    win_rate_vs_pool: float
+    matches: int
+
+
+def _rng_state_to_tensors(state: Any) -> Any:
+    if isinstance(state, np.ndarray):
+        return torch.from_numpy(state.astype(np.int64))
+    if isinstance(state, dict):
+        return {k: _rng_state_to_tensors(v) for k, v in state.items()}
+    if isinstance(state, tuple | list):
+        return [_rng_state_to_tensors(v) for v in state]
+    if isinstance(state, np.generic):
+        return state.item()
+    return state
+
+
+# ====================================================================== the trainer
+class SelfPlayTrainer:
+    """PPO by self-play on Pong Duel (see the module docstring).
+
+    Build it, call :meth:`update` in a loop (one rollout and one PPO update), :meth:`evaluate`
+    from time to time; :meth:`state_dict` / :meth:`load_state_dict` save and restore the
+    whole training state; :meth:`leaderboard` plays the final round robin.
+
+    Attributes: ``policy`` (:class:`PongPolicy`), ``critic``, ``optimizer``, ``pool``
+    (:class:`~rl_mind.selfplay.OpponentPool`), ``archive`` (every snapshot ever taken, for
+    the leaderboard: ``{"id", "step", "seconds", "policy"}`` with a state dict), ``updates``,
+    ``env_steps`` (game steps: matches × steps), ``train_seconds`` (collection and updates,
+    evaluations excluded), ``eval_history``,
+    ``online_elo`` (:class:`~rl_mind.selfplay.EloTable` of the learner against the bots).
+    """
+
+    def __init__(self, config: SelfPlayConfig | None = None) -> None:
+        import rl_mind.envs  # noqa: F401  (registers the game)
+
+        self.config = config = config if config is not None else SelfPlayConfig.for_profile()
+        self.device = torch.device(config.device)
+        torch.manual_seed(config.seed)
+        np.random.seed(config.seed)
+        random.seed(config.seed)
+        self.policy = PongPolicy(config.hidden_sizes).to(self.device)
+        self.critic = PongCritic(config.hidden_sizes).to(self.device)
+        self.optimizer = torch.optim.Adam(
+            [*self.policy.parameters(), *self.critic.parameters()],
+            lr=config.learning_rate,
+            eps=1e-5,
+        )
+        self.pool = OpponentPool(
+            config.pool_capacity,
+            sampling=config.pool_sampling,
+            keep_first=config.pool_capacity >= 2,
+            seed=config.seed,
+        )
+        self.sampler_rng = np.random.default_rng(config.seed + 1)
+        self.minibatch_generator = torch.Generator().manual_seed(config.seed + 2)
+        self.archive: list[dict[str, Any]] = []
+        self.updates = 0
+        self.env_steps = 0
+        self.train_seconds = 0.0
+        self.eval_history: list[dict[str, float]] = []
+        self.online_elo = EloTable(k=4.0, fixed={"random": 0.0})
+        self.live = _LiveOpponent(self.policy)
+        self._snapshot_of: dict[int, int] = {}  # id(snapshot policy) -> snapshot id
+        self._live_mask = np.zeros(config.num_envs, dtype=bool)
+        self.take_snapshot()  # the random initialisation
+        self._open_env(config.seed)
+
+    # ------------------------------------------------------------------ environment
+    def _sample_opponent(self, env_index: int) -> Any:
+        """Called by the game whenever match ``env_index`` starts: its opponent."""
+        live = bool(self.sampler_rng.random() < self.config.latest_opponent_probability)
+        self._live_mask[env_index] = live
+        return self.live if live else self.pool.sample().policy
+
+    def _open_env(self, seed: int) -> None:
+        self.env = VecEnv(
+            ENV_NAME,
+            self.config.num_envs,
+            seed=seed,
+            same_step_reset=True,
+            opponent_sampler=self._sample_opponent,
+        )
+        self.learner = _LearnerWithClock(self.policy, self._live_mask)
+        self.collector = RolloutCollector(self.env, self.learner)
+
+    def close(self) -> None:
+        self.env.close()
+
+    # ------------------------------------------------------------------ pool
+    def take_snapshot(self) -> None:
+        """Add a frozen copy of the learner to the pool and to the archive."""
+        snapshot = self.pool.add(self.policy, self.env_steps)
+        live_ids = {s.id for s in self.pool}
+        self._snapshot_of = {k: v for k, v in self._snapshot_of.items() if v in live_ids}
+        self._snapshot_of[id(snapshot.policy)] = snapshot.id
+        self.archive.append(
+            {
+                "id": snapshot.id,
+                "step": self.env_steps,
+                "seconds": self.train_seconds,
+                "policy": {
+                    k: v.detach().cpu().clone() for k, v in self.policy.state_dict().items()
+                },
+            }
+        )
+
+    def archived_policy(self, index: int) -> PongPolicy:
+        """The archived snapshot ``self.archive[index]`` as a frozen :class:`PongPolicy`."""
+        policy = PongPolicy(self.config.hidden_sizes)
+        policy.load_state_dict(self.archive[index]["policy"])
+        policy.eval()
+        policy.requires_grad_(False)
+        return policy
+
+    # ------------------------------------------------------------------ one update
+    def update(self) -> UpdateStats:
+        """Collect one rollout (``num_steps × num_envs`` matches' steps) and do one PPO update."""
+        config = self.config
+        start = time.perf_counter()
+        self.learner.masks.clear()
+        self.live.records.clear()
+        self.live.recording = config.train_on_opponent
+        self.policy.eval()
+        rollout = self.collector.collect(config.num_steps)  # [T, B]
+        masks = np.stack(self.learner.masks)  # [T, B]: live-opponent matches at each step
+        games = self.env.gym_unwrapped.pop_results()
+        T, B = rollout.reward.shape
+        self.env_steps += T * B  # game steps (the live opponent's moves come on top)
+
+        with torch.no_grad():
+            obs = _tensor(rollout.obs).to(self.device)
+            next_obs = _tensor(rollout.next_obs).to(self.device)
+            value = self.critic(obs.flatten(0, 1)).view(T, B)
+            next_value = self.critic(next_obs.flatten(0, 1)).view(T, B)
+            reward = rollout.reward.to(self.device)
+            terminated = rollout.terminated.to(self.device)
+            truncated = rollout.truncated.to(self.device)
+            advantages = gae_advantages(
+                reward, value, next_value, terminated, truncated, config.gamma, config.gae_lambda
+            )
+            parts: list[tuple[Tensor, ...]] = [
+                (
+                    obs.flatten(0, 1),
+                    rollout.action.value.flatten().to(self.device),
+                    rollout.action.log_prob.flatten().to(self.device),
+                    advantages.flatten(),
+                    (advantages + value).flatten(),
+                    value.flatten(),
+                )
+            ]
+            if config.train_on_opponent and masks.any():
+                parts.append(self._opponent_part(masks, next_obs, reward, terminated, truncated))
+            batch = tuple(torch.cat(items) for items in zip(*parts))
+        obs_n, action_n, log_prob_n, advantages_n, returns_n, value_n = batch
+
+        self.policy.train()
+        sums: dict[str, float] = {}
+        count = 0
+        for _epoch in range(config.update_epochs):
+            for mb in minibatches(
+                (obs_n, action_n, log_prob_n, advantages_n, returns_n),
+                config.minibatch_size,
+                generator=self.minibatch_generator,
+            ):
+                mb_obs, mb_action, mb_log_prob, mb_advantages, mb_returns = mb
+                loss, stats = ppo_loss(
+                    self.policy,
+                    self.critic,
+                    mb_obs,
+                    mb_action,
+                    mb_log_prob,
+                    mb_advantages,
+                    mb_returns,
+                    config,
+                )
+                self.optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(
+                    [*self.policy.parameters(), *self.critic.parameters()],
+                    config.max_grad_norm,
+                )
+                self.optimizer.step()
+                for key, value_ in stats.items():
+                    sums[key] = sums.get(key, 0.0) + float(value_)
+                count += 1
+        self.policy.eval()
+
+        outcomes_latest, outcomes_pool = [], []
+        for game in games:
+            if game.opponent is self.live:
+                outcomes_latest.append(game.outcome)
+            else:
+                outcomes_pool.append(game.outcome)
+                snapshot_id = self._snapshot_of.get(id(game.opponent))
+                if snapshot_id is not None:
+                    self.pool.record(snapshot_id, game.outcome)
+        self.updates += 1
+        self.train_seconds += time.perf_counter() - start
+        if self.updates % config.snapshot_every == 0:
+            self.take_snapshot()
+
+        def win_rate(outcomes: list[int]) -> float:
+            return float(np.mean([o > 0 for o in outcomes])) if outcomes else float("nan")
+
+        return UpdateStats(
+            **{key: total / max(count, 1) for key, total in sums.items()},
+            explained_variance=explained_variance(value_n, returns_n),
+            samples=len(obs_n),
+            win_rate_vs_latest=win_rate(outcomes_latest),
+            win_rate_vs_pool=win_rate(outcomes_pool),
+            matches=len(games),
+        )
+
+    def _opponent_part(
+        self,
+        masks: np.ndarray,
+        next_obs: Tensor,
+        reward: Tensor,
+        terminated: Tensor,
+        truncated: Tensor,
+    ) -> tuple[Tensor, ...]:
+        """The live-learner opponent's steps, as flat ``[N]`` training data with advantages.
+
+        Its observations, actions and log-probabilities were recorded by the opponent
+        itself (one record per step where it played); rewards are the negation of player
+        0's, match ends are shared, successors are the mirror of player 0's.
+        """
+        config = self.config
+        T, B = masks.shape
+        steps_played = np.flatnonzero(masks.any(axis=1))
+        if len(steps_played) != len(self.live.records):
+            raise RuntimeError(
+                f"self-play bookkeeping: the live opponent played {len(self.live.records)} "
+                f"steps, expected {len(steps_played)}"
+            )
+        mask = torch.from_numpy(masks).to(self.device)
+        obs = torch.zeros(T, B, OBSERVATION_SIZE, device=self.device)
+        action = torch.zeros(T, B, dtype=torch.long, device=self.device)
+        log_prob = torch.zeros(T, B, device=self.device)
+        for t, (o, a, lp) in zip(steps_played.tolist(), self.live.records):
+            obs[t, mask[t]] = o.to(self.device)
+            action[t, mask[t]] = a.to(self.device)
+            log_prob[t, mask[t]] = lp.to(self.device)
+        value = self.critic(obs.flatten(0, 1)).view(T, B)
+        next_value = self.critic(mirror_observation(next_obs).flatten(0, 1)).view(T, B)
+        advantages = gae_advantages(
+            -reward, value, next_value, terminated, truncated, config.gamma, config.gae_lambda
+        )
+        return (
+            obs[mask],
+            action[mask],
+            log_prob[mask],
+            advantages[mask],
+            (advantages + value)[mask],
+            value[mask],
+        )
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, n_matches: int | None = None, seed: int | None = None) -> dict[str, float]:
+        """Win rates of the learner (sampling, as trained) against the bots; logged in
+        ``eval_history`` and in the online Elo table."""
+        n = n_matches if n_matches is not None else self.config.eval_matches
+        self.live.recording = False
+        result: dict[str, float] = {
+            "updates": float(self.updates),
+            "env_steps": float(self.env_steps),
+            "seconds": self.train_seconds,
+        }
+        for bot in BOTS:
+            stats: MatchStats = play_matches(
+                self.policy, bot, n, seed=seed if seed is not None else self.updates
+            )
+            result[f"win_rate_vs_{bot}"] = stats.win_rate
+            result[f"score_vs_{bot}"] = stats.score
+            self.online_elo.update("learner", bot, stats.wins, stats.draws, stats.losses)
+        result["online_elo"] = self.online_elo["learner"]
+        self.eval_history.append(result)
+        return result
+
+    def leaderboard(
+        self, n_snapshots: int | None = None, n_matches: int | None = None, seed: int = 0
+    ) -> tuple[Leaderboard, dict[str, float]]:
+        """Round robin of up to ``n_snapshots`` archived snapshots (evenly spread over the
+        run, the first and the last included) and the three bots; Bradley–Terry ratings
+        anchored at ``random = 0``. Returns the leaderboard and the training step of each
+        snapshot (for the plot)."""
+        k = n_snapshots if n_snapshots is not None else self.config.leaderboard_snapshots
+        n = n_matches if n_matches is not None else self.config.leaderboard_matches
+        indices = sorted({round(i) for i in np.linspace(0, len(self.archive) - 1, max(k, 1))})
+        players: dict[str, Any] = {bot: bot for bot in BOTS}
+        steps: dict[str, float] = {}
+        for i in indices:
+            entry = self.archive[i]
+            name = f"snapshot {entry['id']} (step {entry['step']})"
+            players[name] = self.archived_policy(i)
+            steps[name] = float(entry["step"])
+        results = round_robin(players, n, seed=seed)
+        board = bradley_terry(results.wins, results.draws, results.names, anchor="random")
+        return board, steps
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """The whole training state, readable with ``torch.load(weights_only=True)``."""
+        return {
+            "format": "rl-mind selfplay checkpoint 1",
+            "config": self.config.to_dict(),
+            "policy": self.policy.state_dict(),
+            "critic": self.critic.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "pool": self.pool.state_dict(),
+            "archive": self.archive,
+            "counters": {
+                "updates": self.updates,
+                "env_steps": self.env_steps,
+                "train_seconds": self.train_seconds,
+            },
+            "eval_history": self.eval_history,
+            "online_elo": {
+                "ratings": dict(self.online_elo.ratings),
+                "games": dict(self.online_elo.games),
+                "points": dict(self.online_elo.points),
+            },
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy": _rng_state_to_tensors(np.random.get_state()),
+                "python": _rng_state_to_tensors(random.getstate()),
+                "sampler": self.sampler_rng.bit_generator.state,
+                "minibatches": self.minibatch_generator.get_state(),
+            },
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a state saved by :meth:`state_dict` (the config must match)."""
+        if state.get("format") != "rl-mind selfplay checkpoint 1":
+            raise ValueError(f"not a rl-mind selfplay checkpoint (format {state.get('format')!r})")
+        saved = SelfPlayConfig.from_dict(state["config"])
+        if saved.hidden_sizes != self.config.hidden_sizes:
+            raise ValueError(
+                f"the checkpoint's networks have hidden sizes {saved.hidden_sizes}, this "
+                f"trainer {self.config.hidden_sizes}; build the trainer with the saved config"
+            )
+        self.policy.load_state_dict(state["policy"])
+        self.critic.load_state_dict(state["critic"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        hidden = self.config.hidden_sizes
+        self.pool.load_state_dict(state["pool"], lambda: PongPolicy(hidden))
+        self._snapshot_of = {id(s.policy): s.id for s in self.pool}
+        self.archive = [dict(entry) for entry in state["archive"]]
+        counters = state["counters"]
+        self.updates = int(counters["updates"])
+        self.env_steps = int(counters["env_steps"])
+        self.train_seconds = float(counters["train_seconds"])
+        self.eval_history = [dict(item) for item in state["eval_history"]]
+        elo = state["online_elo"]
+        self.online_elo.ratings = dict(elo["ratings"])
+        self.online_elo.games = dict(elo["games"])
+        self.online_elo.points = dict(elo["points"])
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"])
+        numpy_state = rng["numpy"]
+        np.random.set_state(
+            (
+                numpy_state[0],
+                numpy_state[1].numpy().astype(np.uint32),
+                int(numpy_state[2]),
+                int(numpy_state[3]),
+                float(numpy_state[4]),
+            )
+        )
+        python_state = rng["python"]
+        random.setstate((python_state[0], tuple(python_state[1]), python_state[2]))
+        self.sampler_rng.bit_generator.state = dict(rng["sampler"])
+        self.minibatch_generator.set_state(rng["minibatches"])
+        # Fresh matches (their opponents drawn from the restored pool), seeded from the
+        # counters so that a resumed run does not replay the serves of the first one.
+        self.env.close()
+        self._live_mask[:] = False
+        self._open_env(self.config.seed + 1_000 * self.updates + 1)

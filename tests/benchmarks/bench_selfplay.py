@@ -1,0 +1,173 @@
+"""Benchmark of the self-play PPO reference (the training of ``rl-mind selfplay``), full profile.
+
+For each seed: train for ``--minutes`` of training time, evaluate the learner against
+``random``, ``scripted`` and ``predictive`` on ``--eval-matches`` (≥ 400) matches at fixed
+checkpoints of training time (evaluation time is not counted), then a round robin of
+snapshots spread over the run. Reports, per milestone, the training time and game steps at
+which it was first reached and from which it stayed reached at every later checkpoint:
+
+- ≥ 95% wins against random (target: within 1 minute);
+- ≥ 60% against scripted (target: within 2 minutes), ≥ 88% (target: at 10 minutes);
+- ≥ 60% against predictive (target: at 10 minutes, median over the seeds);
+- the Spearman correlation of the snapshots' Bradley–Terry ratings with their training time
+  (target ≥ 0.8), and whether the last snapshot beats every earlier one.
+
+Usage (one core per seed; torch at one thread)::
+
+    python tests/benchmarks/bench_selfplay.py --minutes 10 --seeds 0 1 2 --out bench.json
+
+Win rates against a bot are not monotonic under self-play: read both columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from rl_mind.selfplay import play_matches
+from rl_mind.selfplay.trainer import BOTS, SelfPlayConfig, SelfPlayTrainer
+
+MILESTONES = (
+    ("random", 0.95, 1.0),
+    ("scripted", 0.60, 2.0),
+    ("scripted", 0.88, 10.0),
+    ("predictive", 0.60, 10.0),
+)
+CHECKPOINT_MINUTES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0)
+
+
+def spearman(x: list[float], y: list[float]) -> float:
+    def ranks(values: list[float]) -> np.ndarray:
+        order = np.argsort(values, kind="stable")
+        r = np.empty(len(values))
+        r[order] = np.arange(len(values))
+        return r
+
+    if len(x) < 2:
+        return float("nan")
+    return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
+
+
+def run_seed(
+    seed: int, minutes: float, eval_matches: int, snapshots: int, rr_matches: int
+) -> dict[str, Any]:
+    torch.set_num_threads(1)
+    trainer = SelfPlayTrainer(SelfPlayConfig(seed=seed))
+    checkpoints = [m for m in CHECKPOINT_MINUTES if m < minutes] + [minutes]
+    evaluations: list[dict[str, float]] = []
+    wall_start = time.perf_counter()
+    for target in checkpoints:
+        while trainer.train_seconds < 60 * target:
+            trainer.update()
+        row: dict[str, float] = {
+            "minutes": trainer.train_seconds / 60,
+            "env_steps": trainer.env_steps,
+            "updates": trainer.updates,
+        }
+        for bot in BOTS:
+            stats = play_matches(trainer.policy, bot, eval_matches, seed=10_000 + trainer.updates)
+            row[bot] = stats.win_rate
+        evaluations.append(row)
+        print(
+            f"seed {seed} {row['minutes']:5.2f} min {trainer.env_steps:>11,} steps: "
+            + "  ".join(f"{bot} {row[bot]:.1%}" for bot in BOTS),
+            flush=True,
+        )
+    milestones = []
+    for bot, threshold, target_minutes in MILESTONES:
+        reached = [row[bot] >= threshold for row in evaluations]
+        first = next((i for i, ok in enumerate(reached) if ok), None)
+        stays = next((i for i in range(len(reached)) if all(reached[i:])), None)
+        milestones.append(
+            {
+                "bot": bot,
+                "threshold": threshold,
+                "target_minutes": target_minutes,
+                "first_minutes": None if first is None else evaluations[first]["minutes"],
+                "first_env_steps": None if first is None else evaluations[first]["env_steps"],
+                "stays_from_minutes": None if stays is None else evaluations[stays]["minutes"],
+                "stays_from_env_steps": None if stays is None else evaluations[stays]["env_steps"],
+                "met": first is not None
+                and evaluations[first]["minutes"] <= target_minutes * 1.001,
+            }
+        )
+    if trainer.archive[-1]["step"] != trainer.env_steps:
+        trainer.take_snapshot()
+    board, steps = trainer.leaderboard(n_snapshots=snapshots, n_matches=rr_matches, seed=seed)
+    names = sorted(steps, key=lambda name: steps[name])
+    ratings = [board.rating(name) for name in names]
+    rho = spearman([steps[n] for n in names], ratings)
+    # the last snapshot against every earlier one (fresh matches)
+    last = trainer.archived_policy(len(trainer.archive) - 1)
+    indices = sorted({round(i) for i in np.linspace(0, len(trainer.archive) - 2, snapshots - 1)})
+    last_vs = []
+    for i in indices:
+        stats = play_matches(last, trainer.archived_policy(i), rr_matches, seed=seed + i)
+        last_vs.append(
+            {
+                "snapshot": trainer.archive[i]["id"],
+                "step": trainer.archive[i]["step"],
+                "score": stats.score,
+                "win_rate": stats.win_rate,
+            }  # fmt: skip
+        )
+    trainer.close()
+    return {
+        "seed": seed,
+        "minutes": minutes,
+        "wall_minutes": (time.perf_counter() - wall_start) / 60,
+        "game_steps_per_second": trainer.env_steps / max(trainer.train_seconds, 1e-9),
+        "evaluations": evaluations,
+        "milestones": milestones,
+        "leaderboard": [
+            {"player": r.name, "rating": r.rating, "stderr": r.stderr} for r in board.rows
+        ],
+        "spearman_rating_vs_time": rho,
+        "last_vs_earlier": last_vs,
+        "last_beats_all_earlier": all(item["score"] > 0.5 for item in last_vs),
+        "load_average": os.getloadavg(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--eval-matches", type=int, default=400)
+    parser.add_argument("--snapshots", type=int, default=10)
+    parser.add_argument("--rr-matches", type=int, default=100)
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    args = parser.parse_args()
+    if args.eval_matches < 400:
+        print("note: the targets are defined on >= 400 evaluation matches")
+    results = []
+    for seed in args.seeds:
+        result = run_seed(seed, args.minutes, args.eval_matches, args.snapshots, args.rr_matches)
+        results.append(result)
+        print(
+            f"\nseed {seed}: {result['game_steps_per_second']:,.0f} game steps/s, load {result['load_average']}"
+        )
+        for m in result["milestones"]:
+            print(
+                f"  >= {m['threshold']:.0%} vs {m['bot']:<10} (target {m['target_minutes']:g} min): "
+                f"first {m['first_minutes']} min / {m['first_env_steps']} steps; "
+                f"stays from {m['stays_from_minutes']} min; met: {m['met']}"
+            )
+        print(f"  Spearman(rating, training time) = {result['spearman_rating_vs_time']:.2f}")
+        print(f"  last snapshot beats every earlier one: {result['last_beats_all_earlier']}")
+        if args.out:
+            with open(args.out, "w") as file:
+                json.dump(results, file, indent=1, default=float)
+    finals = {bot: [r["evaluations"][-1][bot] for r in results] for bot in BOTS}
+    print("\nfinal win rates (median over seeds): "
+          + ", ".join(f"{bot} {np.median(v):.1%}" for bot, v in finals.items()))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

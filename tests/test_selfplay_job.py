@@ -1,0 +1,273 @@
+"""Tests of the main job (``rl-mind selfplay``) and of the self-play PPO trainer behind it.
+
+All at the fast-test profile (tests/conftest.py sets ``RL_MIND_FAST_TEST=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rl_mind.evaluation import CheckpointError, load_checkpoint
+from rl_mind.selfplay.job import CHECKPOINT_NAME, main, train
+from rl_mind.selfplay.trainer import (
+    PongCritic,
+    PongPolicy,
+    SelfPlayConfig,
+    SelfPlayTrainer,
+    gae_advantages,
+    mirror_observation,
+    ppo_loss,
+)
+
+
+def fast_config(**changes: object) -> SelfPlayConfig:
+    return SelfPlayConfig.fast_test(**changes)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- the algorithm's pieces
+def test_gae_bootstraps_a_truncation_but_not_a_termination() -> None:
+    reward = torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    value = torch.zeros(3, 2)
+    next_value = torch.full((3, 2), 10.0)
+    terminated = torch.tensor([[False, False], [True, False], [False, False]])
+    truncated = torch.tensor([[False, False], [False, True], [False, False]])
+    adv = gae_advantages(
+        reward, value, next_value, terminated, truncated, gamma=0.5, gae_lambda=1.0
+    )
+    # step 1: terminated copy gets its reward only; truncated copy bootstraps from V(next_obs)
+    assert adv[1, 0].item() == pytest.approx(1.0)
+    assert adv[1, 1].item() == pytest.approx(1.0 + 0.5 * 10.0)
+    # step 2 (a new match) does not leak into step 1; step 0 sees step 1 through the recursion
+    assert adv[2, 0].item() == pytest.approx(5.0)
+    assert adv[0, 0].item() == pytest.approx(0.5 * 10.0 + 0.5 * 1.0 * adv[1, 0].item())
+
+
+def test_mirror_observation_is_the_other_players_view_of_the_same_state() -> None:
+    from rl_mind.envs import PongDuelGame
+
+    game = PongDuelGame(64, seed=3)
+    game.reset_matches(np.arange(64))
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        result = game.step(rng.integers(0, 3, size=(2, 64)))
+        ended = np.flatnonzero(result.terminated | result.truncated)
+        if len(ended):
+            game.reset_matches(ended)
+        both = torch.from_numpy(game.observe())
+        torch.testing.assert_close(mirror_observation(both[0]), both[1], atol=1e-6, rtol=0)
+        torch.testing.assert_close(mirror_observation(both[1]), both[0], atol=1e-6, rtol=0)
+
+
+def test_ppo_loss_has_no_gradient_from_samples_clipped_in_the_advantage_direction() -> None:
+    torch.manual_seed(0)
+    policy, critic = PongPolicy(), PongCritic()
+    obs = torch.randn(64, 10)
+    with torch.no_grad():
+        action = policy(obs).value
+        log_prob = policy.distribution(obs).log_prob(action)
+    advantages = torch.randn(64)
+    returns = torch.zeros(64)
+    config = fast_config()
+    # old log-probabilities far below the new ones: ratio >> 1 + clip everywhere
+    loss, stats = ppo_loss(policy, critic, obs, action, log_prob - 5.0, advantages, returns, config)
+    assert stats["clip_fraction"].item() == pytest.approx(1.0)
+    policy.zero_grad()
+    loss.backward()
+    # positive advantages are clipped (no gradient), negative ones are not; the entropy
+    # bonus also pushes the logits, so compare with the entropy-only gradient
+    entropy_only = -config.entropy_coef * policy.distribution(obs).entropy().mean()
+    grads = [p.grad.clone() for p in policy.parameters()]  # type: ignore[union-attr]
+    policy.zero_grad()
+    entropy_only.backward()
+    differs = any(
+        not torch.allclose(g, p.grad)  # type: ignore[arg-type]
+        for g, p in zip(grads, policy.parameters())
+    )
+    assert differs, "the negative advantages should still move the policy"
+
+
+def test_the_live_opponent_records_its_moves_in_step_with_the_learner() -> None:
+    trainer = SelfPlayTrainer(fast_config(latest_opponent_probability=1.0))
+    try:
+        trainer.learner.masks.clear()
+        trainer.live.records.clear()
+        rollout = trainer.collector.collect(20)
+        masks = np.stack(trainer.learner.masks)
+        assert masks.all() and len(trainer.live.records) == 20
+        for t, (obs, _action, _log_prob) in enumerate(trainer.live.records):
+            torch.testing.assert_close(obs, mirror_observation(rollout.obs[t]), atol=1e-6, rtol=0)
+    finally:
+        trainer.close()
+
+
+@pytest.mark.parametrize(("probability", "factor"), [(1.0, 2), (0.0, 1)])
+def test_an_update_trains_on_the_live_opponents_moves_too(probability: float, factor: int) -> None:
+    config = fast_config(latest_opponent_probability=probability)
+    trainer = SelfPlayTrainer(config)
+    try:
+        stats = trainer.update()
+        assert stats.samples == factor * config.num_steps * config.num_envs
+        assert trainer.env_steps == config.num_steps * config.num_envs
+        assert np.isfinite(stats.policy_loss) and np.isfinite(stats.approx_kl)
+    finally:
+        trainer.close()
+
+
+# ---------------------------------------------------------------------- the command
+def test_selfplay_command_writes_logs_checkpoint_leaderboard_and_a_playable_video(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    assert main(["--minutes", "0.2", "--run-dir", str(run_dir), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    for label in ("checkpoint:", "leaderboard:", "match video:", "tensorboard --logdir"):
+        assert label in out
+    # checkpoint: the whole training state, loadable safely
+    state = load_checkpoint(run_dir / CHECKPOINT_NAME)
+    assert state["trainer"]["counters"]["updates"] > 0
+    assert len(state["trainer"]["pool"]["snapshots"]) >= 2
+    # TensorBoard scalars
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    for tag in (
+        "eval/win_rate_vs_random",
+        "eval/win_rate_vs_scripted",
+        "eval/win_rate_vs_predictive",
+        "losses/policy_loss",
+        "losses/value_loss",
+        "losses/entropy",
+        "losses/approx_kl",
+        "losses/clip_fraction",
+        "losses/explained_variance",
+    ):
+        assert tag in tags
+    # leaderboard: table and plot, with the bots and the snapshots
+    table = (run_dir / "leaderboard.md").read_text()
+    for name in ("random", "scripted", "predictive", "snapshot 0 (step 0)"):
+        assert name in table
+    assert (run_dir / "leaderboard.png").stat().st_size > 1000
+    assert (run_dir / "evaluations.csv").read_text().startswith("updates,")
+    # the video plays: decode it back
+    videos = list(run_dir.glob("match-best-vs-scripted-*.mp4"))
+    assert len(videos) == 1
+    import imageio_ffmpeg
+
+    reader = imageio_ffmpeg.read_frames(str(videos[0]))
+    meta = next(reader)
+    frames = list(reader)
+    assert meta["size"] == (480, 400)
+    assert len(frames) > 10
+
+
+@pytest.fixture(scope="module")
+def interrupted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SelfPlayTrainer]:
+    """A run stopped by Ctrl-C (a real SIGINT) after its third update."""
+    run_dir = tmp_path_factory.mktemp("interrupted") / "run"
+
+    def press_ctrl_c(trainer: SelfPlayTrainer) -> None:
+        if trainer.updates == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    run = train(
+        fast_config(seed=5),
+        minutes=10.0,
+        run_dir=run_dir,
+        progress=False,
+        on_update=press_ctrl_c,
+    )
+    assert run.interrupted and run.leaderboard is None and run.video is None
+    return run_dir, run.trainer
+
+
+def test_ctrl_c_saves_a_checkpoint_at_the_end_of_the_update(
+    interrupted_run: tuple[Path, SelfPlayTrainer],
+) -> None:
+    run_dir, trainer = interrupted_run
+    state = load_checkpoint(run_dir / CHECKPOINT_NAME)["trainer"]
+    assert state["counters"]["updates"] == trainer.updates == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+def test_a_resumed_run_continues_with_identical_counters_and_pool(
+    interrupted_run: tuple[Path, SelfPlayTrainer], tmp_path: Path
+) -> None:
+    source, before = interrupted_run
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    state = load_checkpoint(run_dir / CHECKPOINT_NAME)
+    restored = SelfPlayTrainer(SelfPlayConfig.from_dict(state["trainer"]["config"]))
+    try:
+        restored.load_state_dict(state["trainer"])
+        assert (restored.updates, restored.env_steps) == (before.updates, before.env_steps)
+        assert restored.train_seconds == before.train_seconds
+        assert [(s.id, s.step, s.wins, s.draws, s.losses) for s in restored.pool] == [
+            (s.id, s.step, s.wins, s.draws, s.losses) for s in before.pool
+        ]
+        for a, b in zip(restored.pool, before.pool):
+            for (name, x), y in zip(a.policy.state_dict().items(), b.policy.state_dict().values()):
+                assert torch.equal(x, y), name
+        for x, y in zip(restored.policy.parameters(), before.policy.parameters()):
+            assert torch.equal(x, y)
+        assert restored.pool.rng.bit_generator.state == before.pool.rng.bit_generator.state
+        assert [e["id"] for e in restored.archive] == [e["id"] for e in before.archive]
+        assert restored.eval_history == before.eval_history
+    finally:
+        restored.close()
+
+    seen: list[int] = []
+    run = train(
+        resume=run_dir, max_updates=6, progress=False, leaderboard=False, video=False,
+        on_update=lambda trainer: seen.append(trainer.updates),
+    )  # fmt: skip
+    assert not run.interrupted
+    assert seen == [4, 5, 6]  # continued from update 3
+    after = load_checkpoint(run_dir / CHECKPOINT_NAME)["trainer"]
+    assert after["counters"]["updates"] == 6
+    assert (
+        after["counters"]["env_steps"]
+        == 6 * run.trainer.config.num_steps * run.trainer.config.num_envs
+    )
+    ids = [s["id"] for s in after["pool"]["snapshots"]]
+    assert ids[: len(before.pool)] == [s.id for s in before.pool]  # the old pool, then more
+
+
+def test_a_truncated_checkpoint_is_refused_with_an_error_naming_the_file(
+    interrupted_run: tuple[Path, SelfPlayTrainer],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source, _ = interrupted_run
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    checkpoint = run_dir / CHECKPOINT_NAME
+    data = checkpoint.read_bytes()
+    checkpoint.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="truncated or corrupt") as error:
+        train(resume=run_dir, progress=False)
+    assert str(checkpoint) in str(error.value)
+    assert main(["--resume", str(run_dir)]) == 1
+    err = capsys.readouterr().err
+    assert str(checkpoint) in err and "not loaded" in err
+    assert checkpoint.read_bytes() == data[: len(data) // 2]  # never overwritten
+
+
+def test_the_command_refuses_to_overwrite_a_run_and_a_missing_checkpoint(
+    interrupted_run: tuple[Path, SelfPlayTrainer],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source, _ = interrupted_run
+    assert main(["--run-dir", str(source), "--minutes", "0.01"]) == 1
+    assert "--resume" in capsys.readouterr().err
+    assert main(["--resume", str(tmp_path)]) == 1
+    assert "no checkpoint.pt" in capsys.readouterr().err

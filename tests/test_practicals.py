@@ -231,8 +231,8 @@ def test_the_solution_notebook_runs_at_the_fast_test_profile(
         if cell.cell_type == "code"
         for output in cell.outputs
     )
-    assert text.count("✓") == len(re.findall(r"^check_\w+\(", text, re.M)) or "✗" not in text
-    assert "✗" not in text
+    n_checks = sum(cell.source.startswith("check_") for cell in notebook.cells)
+    assert n_checks >= 2 and text.count("✓") == n_checks and "✗" not in text, text
     assert f"RESULT practical={name} " in text
     assert list(tmp_path.glob("*/best_actor.pt")), "the evaluator saved no best actor"
     assert list(tmp_path.glob("*/*.mp4")), "no video of the best actor"

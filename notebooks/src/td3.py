@@ -64,13 +64,15 @@ class Config:
     env_name: str = "CartPoleContinuous-v1"
     seed: int = int(os.environ.get("RL_MIND_SEED", "0"))  # the benchmark sets it
     total_steps: int = Profile.pick(100_000, fast_test=600)  # environment steps
+    num_envs: int = 1  # B copies, stepped together
+    updates_per_iteration: int = 1  # critic updates after each step of the B copies
     buffer_size: int = 100_000
     batch_size: int = 256
     learning_starts: int = Profile.pick(1_000, fast_test=300)
     actor_learning_rate: float = 1e-3
     critic_learning_rate: float = 1e-3
     gamma: float = 0.99
-    tau: float = 0.005  # soft update rate of the target networks
+    tau: float = 0.02  # soft update rate of the target networks
     exploration_noise: float = 0.1  # std of the Gaussian noise on the behaviour action
     policy_noise: float = 0.2  # std of the target policy smoothing noise
     noise_clip: float = 0.5
@@ -216,7 +218,7 @@ class Critic(nn.Module):
         return self.q(torch.cat([obs, action], dim=-1)).squeeze(-1)
 
 
-env = VecEnv(config.env_name, 1, seed=config.seed)
+env = VecEnv(config.env_name, config.num_envs, seed=config.seed)
 actor = DeterministicActor(
     env.observation_dim, env.action_dim, config.hidden, config.exploration_noise
 )
@@ -240,8 +242,8 @@ setup_tensorboard(run_dir)
 # %% [markdown]
 # ## Training
 #
-# One environment step, then one critic update; every `policy_delay` critic updates, one
-# actor update and the soft updates of the targets. Before `learning_starts`, the actions
+# One step of the `B` copies, then `updates_per_iteration` critic updates; every
+# `policy_delay` critic updates, one actor update and the soft updates of the targets. Before `learning_starts`, the actions
 # are uniformly random (to fill the buffer).
 
 # %%
@@ -252,27 +254,28 @@ while collector.steps < config.total_steps:
     actor.uniform_random = collector.steps < config.learning_starts
     buffer.add(collector.collect(1))
     if collector.steps >= config.learning_starts:
-        batch = buffer.sample(config.batch_size)
-        noise = torch.randn_like(batch.action.value)
-        target = td3_target(
-            actor_target, q1_target, q2_target, batch, noise,
-            config.gamma, config.policy_noise, config.noise_clip,
-        )  # fmt: skip
-        q1_loss = F.mse_loss(q1(batch.obs, batch.action.value), target)
-        q2_loss = F.mse_loss(q2(batch.obs, batch.action.value), target)
-        critic_optimizer.zero_grad()
-        (q1_loss + q2_loss).backward()
-        critic_optimizer.step()
-        update += 1
-        if update % config.policy_delay == 0:
-            actor_loss = td3_actor_loss(actor, q1, batch.obs)
-            actor_optimizer.zero_grad()
-            actor_loss.backward()
-            actor_optimizer.step()
-            update_targets([actor, q1, q2], [actor_target, q1_target, q2_target], config.tau)
-        if update % 100 == 0:
-            writer.add_scalar("losses/q1_loss", q1_loss.item(), collector.steps)
-            writer.add_scalar("losses/actor_loss", actor_loss.item(), collector.steps)
+        for _ in range(config.updates_per_iteration):
+            batch = buffer.sample(config.batch_size)
+            noise = torch.randn_like(batch.action.value)
+            target = td3_target(
+                actor_target, q1_target, q2_target, batch, noise,
+                config.gamma, config.policy_noise, config.noise_clip,
+            )  # fmt: skip
+            q1_loss = F.mse_loss(q1(batch.obs, batch.action.value), target)
+            q2_loss = F.mse_loss(q2(batch.obs, batch.action.value), target)
+            critic_optimizer.zero_grad()
+            (q1_loss + q2_loss).backward()
+            critic_optimizer.step()
+            update += 1
+            if update % config.policy_delay == 0:
+                actor_loss = td3_actor_loss(actor, q1, batch.obs)
+                actor_optimizer.zero_grad()
+                actor_loss.backward()
+                actor_optimizer.step()
+                update_targets([actor, q1, q2], [actor_target, q1_target, q2_target], config.tau)
+            if update % 100 == 0:
+                writer.add_scalar("losses/q1_loss", q1_loss.item(), collector.steps)
+                writer.add_scalar("losses/actor_loss", actor_loss.item(), collector.steps)
     if len(collector.episode_returns) > 0:
         writer.add_scalar(
             "charts/episode_return", collector.episode_returns.mean().item(), collector.steps

@@ -366,7 +366,8 @@ def ppo_loss(
     distribution = policy.distribution(obs)
     log_ratio = distribution.log_prob(action) - old_log_prob
     ratio = log_ratio.exp()
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    if len(adv) > 1:  # the std of one sample is NaN
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     policy_loss = -torch.min(
         ratio * adv, ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef) * adv
     ).mean()
@@ -415,8 +416,10 @@ while train_seconds < 60 * config.minutes:
     env_steps += T * B
     data = training_data(rollout)
     stats: dict[str, list[float]] = {}
+    # equal minibatches: the live opponent's steps make the batch size vary
+    minibatch_size = math.ceil(len(data[0]) / math.ceil(len(data[0]) / config.minibatch_size))
     for _epoch in range(config.update_epochs):
-        for batch in minibatches(data, config.minibatch_size):
+        for batch in minibatches(data, minibatch_size):
             loss, batch_stats = ppo_loss(*batch)
             optimizer.zero_grad()
             loss.backward()

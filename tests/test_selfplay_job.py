@@ -271,3 +271,13 @@ def test_the_command_refuses_to_overwrite_a_run_and_a_missing_checkpoint(
     assert "--resume" in capsys.readouterr().err
     assert main(["--resume", str(tmp_path)]) == 1
     assert "no checkpoint.pt" in capsys.readouterr().err
+
+
+def test_a_single_sample_minibatch_gives_a_finite_loss() -> None:
+    policy, critic = PongPolicy(), PongCritic()
+    obs = torch.randn(1, 10)
+    loss, _ = ppo_loss(
+        policy, critic, obs, torch.tensor([1]), torch.tensor([-1.1]), torch.tensor([0.3]),
+        torch.tensor([0.5]), fast_config(),
+    )  # fmt: skip
+    assert torch.isfinite(loss)

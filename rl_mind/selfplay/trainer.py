@@ -267,7 +267,8 @@ def ppo_loss(
     distribution = policy.distribution(obs)
     log_ratio = distribution.log_prob(action) - old_log_prob
     ratio = log_ratio.exp()
-    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    if len(advantages) > 1:  # the std of a single sample is undefined (NaN)
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     unclipped = ratio * advantages
     clipped = ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef) * advantages
     policy_loss = -torch.min(unclipped, clipped).mean()
@@ -502,10 +503,14 @@ class SelfPlayTrainer:
         self.policy.train()
         sums: dict[str, float] = {}
         count = 0
+        # Equal minibatches: the live opponent's steps make the batch size vary, and a
+        # leftover minibatch of a few samples would have meaningless normalized advantages.
+        n_minibatches = math.ceil(len(obs_n) / config.minibatch_size)
+        minibatch_size = math.ceil(len(obs_n) / n_minibatches)
         for _epoch in range(config.update_epochs):
             for mb in minibatches(
                 (obs_n, action_n, log_prob_n, advantages_n, returns_n),
-                config.minibatch_size,
+                minibatch_size,
                 generator=self.minibatch_generator,
             ):
                 mb_obs, mb_action, mb_log_prob, mb_advantages, mb_returns = mb

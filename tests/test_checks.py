@@ -577,3 +577,12 @@ def test_every_check_has_at_least_three_wrong_answers() -> None:
     for name, _, _ in WRONG_ANSWERS:
         counts[name] += 1
     assert min(counts.values()) >= 3, counts
+
+
+def test_a_gradient_mistake_is_reported_without_the_unrelated_value_hint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    passed, out = run_check("dqn_loss", dqn_loss_detached, capsys)
+    assert not passed and "no gradient reaches q_network" in out and "Hint:" not in out
+    passed, out = run_check("dqn_td_target", dqn_td_target_no_mask, capsys)
+    assert not passed and "Hint: a terminal step" in out

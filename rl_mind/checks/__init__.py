@@ -858,7 +858,12 @@ def _expected_record(
 
 # ---------------------------------------------------------------------- comparing
 class _Failure(Exception):
-    """What is wrong with the student's result on one case."""
+    """What is wrong with the student's result on one case; ``hint``: whether the case's
+    hint helps (it is about values, not about gradients, signs or shapes)."""
+
+    def __init__(self, message: str, hint: bool = True) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def _close(a: Tensor, b: Tensor) -> bool:
@@ -900,13 +905,14 @@ def _compare_value(
     if _close(got, expected):
         return
     if _close(got, -expected) and expected.abs().max() > 1e-3:
-        raise _Failure(f"{label}{spec.sign_message}")
+        raise _Failure(f"{label}{spec.sign_message}", hint=False)
     if expected.dim() == 0 and abs(float(expected)) > 1e-6:
         ratio = float(got) / float(expected)
         n = _batch_size(stored)
         if n and math.isclose(ratio, n, rel_tol=1e-3):
             raise _Failure(
-                f"{label}the loss is {n} times too large: average over the batch (mean), do not sum"
+                f"{label}the loss is {n} times too large: average over the batch (mean), do not sum",
+                hint=False,
             )
         if math.isclose(ratio, 2.0, rel_tol=1e-3) or math.isclose(ratio, 0.5, rel_tol=1e-3):
             raise _Failure(f"{label}the loss is off by a factor {ratio:g}: check the 1/2 factors")
@@ -947,14 +953,14 @@ def _compare_grads(
                 f"gradients flow into {_describe_input(name)}, which must be a constant here "
                 f"(detach it or use torch.no_grad())",
             )
-            raise _Failure(label + message)
+            raise _Failure(label + message, hint=False)
         if have_zero and not want_zero:
             message = spec.grad_messages.get(
                 (output, name),
                 f"no gradient reaches {_describe_input(name)}: something is detached (or "
                 f"computed under torch.no_grad()) that must carry gradients",
             )
-            raise _Failure(label + message)
+            raise _Failure(label + message, hint=False)
         if not _close(have, want):
             message = spec.wrong_grad_messages.get(
                 (output, name),
@@ -962,7 +968,7 @@ def _compare_grads(
                 f"is not: something that must be a constant carries gradients (or the other "
                 f"way round)",
             )
-            raise _Failure(label + message)
+            raise _Failure(label + message, hint=False)
 
 
 def _run_case(spec: _Spec, student_fn: Callable[..., Any], stored: dict[str, Any]) -> None:
@@ -976,7 +982,8 @@ def _run_case(spec: _Spec, student_fn: Callable[..., Any], stored: dict[str, Any
                 if not torch.equal(value, state[key]):
                     raise _Failure(
                         f"networks[{i}] was modified: only the target networks change "
-                        f"(soft_update(source, target, tau) writes into its second argument)"
+                        f"(soft_update(source, target, tau) writes into its second argument)",
+                        hint=False,
                     )
         for i, (module, want) in enumerate(zip(inputs["target_networks"], expected["targets"])):
             for key, value in module.state_dict().items():
@@ -989,7 +996,7 @@ def _run_case(spec: _Spec, student_fn: Callable[..., Any], stored: dict[str, Any
     for name in spec.outputs:
         _compare_value(name, outputs[name], expected["outputs"][name], spec, stored["inputs"])
         if spec.kind == "target" and outputs[name].requires_grad:
-            raise _Failure(_NO_GRAD_TARGET)
+            raise _Failure(_NO_GRAD_TARGET, hint=False)
     if spec.kind in ("loss", "losses"):
         for name in spec.outputs:
             got = _gradients(outputs[name], inputs, names)
@@ -1018,9 +1025,9 @@ def _check(function: str, student_fn: Callable[..., Any]) -> bool:
             try:
                 _run_case(spec, student_fn, stored)
             except _Failure as failure:
+                hint = f"\n  Hint: {case.hint}." if failure.hint else ""
                 print(
-                    f"✗ {function}: case {i + 1}/{len(cases)} ({case.name}) fails: {failure}\n"
-                    f"  Hint: {case.hint}."
+                    f"✗ {function}: case {i + 1}/{len(cases)} ({case.name}) fails: {failure}{hint}"
                 )
                 return False
     finally:

@@ -442,8 +442,12 @@ class VecEnv:
             )
         low, high = self._action_low, self._action_high
         # (a Python min/max over a short list is cheaper than two numpy reductions)
-        values = array.tolist() if B <= 64 else array
-        if min(values) < low or max(values) >= high:
+        if B <= 64:
+            values = array.tolist()
+            out_of_range = min(values) < low or max(values) >= high
+        else:
+            out_of_range = bool(array.min() < low or array.max() >= high)
+        if out_of_range:
             raise ValueError(
                 f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
             )

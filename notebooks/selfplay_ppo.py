@@ -54,6 +54,7 @@ from rl_mind import (
     Actor,
     OpponentPool,
     Profile,
+    Rollout,
     RolloutCollector,
     StochasticAction,
     VecEnv,
@@ -283,9 +284,11 @@ live.records.clear()
 # limit is **truncated**, not terminated: it still bootstraps from $V(s'_t)$. Nothing flows
 # across the end of a match.
 #
-# The live opponent's side needs no extra bookkeeping: the game is zero-sum (its reward is
-# $-r_t$), the match ends are shared, and its successor observation is the **mirror** of
-# the learner's.
+# The live opponent's side needs only what it recorded itself (observations, actions,
+# log-probabilities): the game is zero-sum (its reward is $-r_t$), the match ends are
+# shared, and its successor observation is the **mirror** of the learner's. An opponent
+# changes only when its match ends, so its rows form whole trajectories and GAE runs on
+# them unchanged.
 
 
 # %%
@@ -311,7 +314,7 @@ def mirror(obs: Tensor) -> Tensor:
     return out
 
 
-def training_data(rollout) -> tuple[Tensor, ...]:  # type: ignore[no-untyped-def]
+def training_data(rollout: Rollout[StochasticAction]) -> tuple[Tensor, ...]:
     """Flat (obs, action, log_prob, advantages, returns) of both sides of the rollout."""
     with torch.no_grad():
         value = critic(rollout.obs)

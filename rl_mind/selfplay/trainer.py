@@ -183,7 +183,8 @@ class PongPolicy(Actor[StochasticAction]):
         _init_mlp(self.net, output_gain=0.01)  # near-uniform first policy
 
     def distribution(self, obs: Tensor) -> Categorical:
-        return Categorical(logits=self.net(obs))
+        # No argument validation: it costs ~5% of the training time at these batch sizes.
+        return Categorical(logits=self.net(obs), validate_args=False)
 
     def forward(self, obs: Observation) -> StochasticAction:
         distribution = self.distribution(_tensor(obs))

@@ -71,14 +71,18 @@ def _run(command: list[str], name: str, seed: int, timeout: float) -> Run:
     env = dict(os.environ)
     env.pop("RL_MIND_FAST_TEST", None)
     env["RL_MIND_SEED"] = str(seed)
-    env.setdefault("RL_MIND_OUTPUTS", tempfile.mkdtemp(prefix="bench-practicals-"))
     start = time.time()
-    try:
-        done = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
-        return Run(name, seed, None, None, None, time.time() - start, f"timeout {timeout:.0f} s")
+    with tempfile.TemporaryDirectory(prefix="bench-practicals-") as outputs:
+        # logs, checkpoints and videos of a run are thrown away unless RL_MIND_OUTPUTS is set
+        env.setdefault("RL_MIND_OUTPUTS", outputs)
+        try:
+            done = subprocess.run(
+                command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            return Run(
+                name, seed, None, None, None, time.time() - start, f"timeout {timeout:.0f} s"
+            )
     elapsed = time.time() - start
     match = RESULT.search(done.stdout)
     if match is None:

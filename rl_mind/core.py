@@ -173,18 +173,21 @@ class TensorStruct:
         return self._replace_fields(one)
 
     def _apply_batched(self, fn: Callable[[Tensor], Tensor]) -> Self:
-        """Like :meth:`apply`, on batched fields only (unbatched fields pass through)."""
+        """Like :meth:`apply`, on batched fields only (unbatched fields pass through).
 
-        def one(_name: str, batched: bool, value: Any) -> Any:
-            if not batched:
-                return value
-            if isinstance(value, Tensor):
-                return fn(value)
-            if isinstance(value, TensorStruct):
-                return value._apply_batched(fn)
-            return value
-
-        return self._replace_fields(one)
+        ``fn`` is one of the struct's own shape operations (an index, a flatten), which keep
+        the leading sizes equal, so the result skips the constructor's check.
+        """
+        values = []
+        for name, batched in self._fields():
+            value = getattr(self, name)
+            if batched:
+                if isinstance(value, Tensor):
+                    value = fn(value)
+                elif isinstance(value, TensorStruct):
+                    value = value._apply_batched(fn)
+            values.append(value)
+        return type(self)._trusted(*values)
 
     def tensors(self) -> Iterator[Tensor]:
         """Every tensor of the struct, nested ones included, in field order."""

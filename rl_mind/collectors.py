@@ -54,12 +54,13 @@ def _stack(items: list[Any]) -> Any:
     return type(first).stack(items)
 
 
-def _policy_device(actor: Any) -> torch.device | None:
+def _first_tensor(actor: Any) -> Tensor | None:
+    """A parameter (or buffer) of the actor: its ``.device`` follows ``actor.to(...)``."""
     if isinstance(actor, nn.Module):
         for tensor in actor.parameters():
-            return tensor.device
+            return tensor
         for buffer in actor.buffers():
-            return buffer.device
+            return buffer
     return None
 
 
@@ -110,15 +111,17 @@ class _Collector(Generic[ActionT]):
             raise TypeError(f"expected an Actor (or a callable obs -> Action), got {actor!r}")
         self.env = env
         self.actor = actor
+        self._device_probe = _first_tensor(actor)
         self.steps = 0
         """Environment steps recorded so far (all copies together)."""
         self._obs: Observation | None = None
         B = env.num_envs
         self._carry_return = torch.zeros(B, dtype=torch.float64)
         self._carry_length = torch.zeros(B, dtype=torch.long)
-        # [T, B] (reward, done, counted) of the calls not yet folded into the carries; the
-        # statistics are computed when read, so that collect(1) at every step stays cheap
-        self._pending: list[tuple[Tensor, Tensor, Tensor | None]] = []
+        # [T, B] (reward, terminated, truncated, counted) of the calls not yet folded into
+        # the carries; the statistics are computed when read, so that collect(1) at every
+        # step stays cheap
+        self._pending: list[tuple[Tensor, Tensor, Tensor, Tensor | None]] = []
         self._stats: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
 
     @property
@@ -139,10 +142,10 @@ class _Collector(Generic[ActionT]):
     def _fold(self) -> tuple[Tensor, Tensor]:
         """Fold the pending segments into the carries; the stats of the last one's episodes."""
         last_length = self._pending[-1][0].shape[0]
-        reward = torch.cat([r for r, _d, _c in self._pending]).cpu()
-        done = torch.cat([d for _r, d, _c in self._pending]).cpu()
+        reward = torch.cat([r for r, _te, _tr, _c in self._pending]).cpu()
+        done = torch.cat([te | tr for _r, te, tr, _c in self._pending]).cpu()
         counted = torch.cat(
-            [torch.ones_like(d) if c is None else c for _r, d, c in self._pending]
+            [torch.ones_like(te) if c is None else c for _r, te, _tr, c in self._pending]
         ).cpu()
         self._pending.clear()
         returns, lengths, end_time, self._carry_return, self._carry_length = _episode_stats(
@@ -162,13 +165,17 @@ class _Collector(Generic[ActionT]):
             )
         return action
 
+    def _actor_device(self) -> torch.device | None:
+        probe = self._device_probe
+        return None if probe is None else probe.device
+
     def _run(self, n_steps: int) -> tuple[list[Observation], list[ActionT], list[EnvStep]]:
         """``n_steps`` steps of every copy, keeping references only."""
         obs = self._obs if self._obs is not None else self.env.reset()
         observations: list[Observation] = []
         actions: list[ActionT] = []
         steps: list[EnvStep] = []
-        device = _policy_device(self.actor)
+        device = self._actor_device()
         with torch.no_grad():
             for _ in range(n_steps):
                 action = self._act(obs, device)
@@ -180,12 +187,14 @@ class _Collector(Generic[ActionT]):
         self._obs = obs
         return observations, actions, steps
 
-    def _record_stats(self, reward: Tensor, done: Tensor, counted: Tensor | None) -> None:
+    def _record_stats(
+        self, reward: Tensor, terminated: Tensor, truncated: Tensor, counted: Tensor | None
+    ) -> None:
         """Queue a ``[T, B]`` segment for the episode statistics of this call
-        (``counted`` None: every step counts)."""
+        (``counted`` marks the real steps; None: every step counts)."""
         if len(self._pending) >= 256:  # bound the memory of calls nobody asked stats for
             self._fold()
-        self._pending.append((reward, done, counted))
+        self._pending.append((reward, terminated, truncated, counted))
 
 
 class TransitionCollector(_Collector[ActionT]):
@@ -201,29 +210,32 @@ class TransitionCollector(_Collector[ActionT]):
         _check_count("n_steps", n_steps)
         observations, actions, steps = self._run(n_steps)
         if n_steps == 1:  # the usual off-policy pattern: keep it lean
-            obs, action, step = observations[0], actions[0], steps[0]
+            step = steps[0]
             data: Transitions[ActionT] = Transitions._trusted(
-                obs, action, step.reward, step.next_obs, step.terminated
+                observations[0], actions[0], step.reward, step.next_obs, step.terminated
             )
-            autoreset, done, reward = step.autoreset, step.done[None], step.reward[None]
+            reward, terminated = step.reward.unsqueeze(0), step.terminated.unsqueeze(0)
+            truncated, autoreset = step.truncated.unsqueeze(0), step.autoreset.unsqueeze(0)
         else:
             stacked = EnvStep.stack(steps)
-            data = Transitions(
+            data = Transitions._trusted(
                 _stack(observations),
                 _stack(actions),
                 stacked.reward,
                 stacked.next_obs,
                 stacked.terminated,
             ).flatten_leading(2)
-            autoreset, done, reward = stacked.autoreset, stacked.done, stacked.reward
+            reward, terminated = stacked.reward, stacked.terminated
+            truncated, autoreset = stacked.truncated, stacked.autoreset
+        valid: Tensor | None = None
         if not self.env.same_step_reset and bool(autoreset.any()):
-            data = data[~autoreset.flatten()]
-            valid: Tensor | None = ~autoreset.reshape(done.shape)
-            self.steps += len(data)
+            valid = ~autoreset
+            keep = valid.flatten().nonzero().squeeze(1)  # one index for every field
+            data = data[keep]
+            self.steps += keep.numel()
         else:
-            valid = None
-            self.steps += done.numel()
-        self._record_stats(reward, done, valid)
+            self.steps += reward.numel()
+        self._record_stats(reward, terminated, truncated, valid)
         return data
 
 
@@ -258,7 +270,7 @@ class RolloutCollector(_Collector[ActionT]):
             stacked.truncated,
         )
         self.steps += n_steps * self.env.num_envs
-        self._record_stats(stacked.reward, stacked.done, None)
+        self._record_stats(stacked.reward, stacked.terminated, stacked.truncated, None)
         return rollout
 
 
@@ -296,7 +308,7 @@ class EpisodeCollector(_Collector[ActionT]):
         observations: list[Observation] = []
         actions: list[ActionT] = []
         steps: list[EnvStep] = []
-        device = _policy_device(self.actor)
+        device = self._actor_device()
         # the per-step work: act, step, keep references; every 8 steps, count the finished
         # episodes (a few extra steps past the quota cost less than a check at every step)
         with torch.no_grad():
@@ -330,7 +342,9 @@ class EpisodeCollector(_Collector[ActionT]):
         episode_index = done.long().cumsum(0) - done.long()  # episode number of each step
         keep = valid & (episode_index < quota)
         self.steps += int(keep.sum())
-        self._record_stats(stacked.reward, done & keep, keep)
+        self._record_stats(
+            stacked.reward, stacked.terminated & keep, stacked.truncated & keep, keep
+        )
         episodes: list[Episode[ActionT]] = []
         T = len(steps)
         time_index = torch.arange(T, device=done.device)

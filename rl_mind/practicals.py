@@ -125,7 +125,8 @@ def _read_percent(text: str) -> Any:
         import jupytext
     except ImportError:  # pragma: no cover - jupytext is a test dependency
         raise ImportError(
-            "rl-mind practical reads jupytext's percent format: pip install jupytext"
+            "rl-mind practical reads jupytext's percent format: "
+            'pip install "rl-mind[teacher]" (or pip install jupytext nbformat)'
         ) from None
     return jupytext.reads(text, fmt="py:percent")
 

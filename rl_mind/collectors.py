@@ -32,8 +32,8 @@ from typing import Any, Generic
 import torch
 from torch import Tensor, nn
 
-from rl_mind.core import Action, ActionT, Observation, TensorStruct
-from rl_mind.data import Episode, Rollout, Transitions
+from rl_mind.core import Action, ActionT, Observation
+from rl_mind.data import Episode, Rollout, Transitions, _rebuild
 from rl_mind.env import EnvStep, VecEnv
 
 __all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
@@ -345,39 +345,47 @@ class EpisodeCollector(_Collector[ActionT]):
         self._record_stats(
             stacked.reward, stacked.terminated & keep, stacked.truncated & keep, keep
         )
-        episodes: list[Episode[ActionT]] = []
-        T = len(steps)
-        time_index = torch.arange(T, device=done.device)
-        for b in range(B):
-            ends = time_index[done[:, b]][:quota].tolist()
-            rows = time_index[keep[:, b]]
-            start = 0
-            for end in ends:
-                index = rows[(rows >= start) & (rows <= end)]
-                episodes.append(
-                    Episode(
-                        _column(all_obs, index, b),
-                        _column(all_actions, index, b),
-                        stacked.reward[index, b],
-                        _row(stacked.next_obs, end, b),
-                        bool(stacked.terminated[end, b]),
-                    )
-                )
-                start = end + 1
-        return episodes
+        # split every copy's kept steps into its episodes, all copies at once: rows are
+        # taken in copy-then-time order, where each copy's `quota` episodes are contiguous
+        keep_bt = keep.t()
+        done_bt = (done & keep).t()  # [B, T]: the ends of the kept episodes
+        ends = keep_bt.long().cumsum(1)[done_bt].reshape(B, quota)  # kept rows so far
+        lengths = torch.diff(ends, dim=1, prepend=torch.zeros_like(ends[:, :1])).flatten()
+        sizes = lengths.tolist()
+
+        def rows(data: Any, mask: Tensor) -> Any:
+            """``[T, B, ...]`` -> the rows of ``mask`` ``[B, T]``, copy by copy."""
+            if isinstance(data, Tensor):
+                return data.transpose(0, 1)[mask]
+            return data._apply_batched(lambda t: t.transpose(0, 1)[mask])
+
+        obs_parts = _split(rows(all_obs, keep_bt), sizes)
+        action_parts = _split(rows(all_actions, keep_bt), sizes)
+        reward_parts = rows(stacked.reward, keep_bt).split(sizes)
+        final_obs = rows(stacked.next_obs, done_bt)
+        terminated = rows(stacked.terminated, done_bt).tolist()
+        return [
+            Episode._trusted(
+                obs_parts[i],
+                action_parts[i],
+                reward_parts[i],
+                _item(final_obs, i),
+                terminated[i],
+            )
+            for i in range(B * quota)
+        ]
 
 
-def _column(data: Any, index: Tensor, b: int) -> Any:
-    """Rows ``index`` of copy ``b`` of a ``[T, B, ...]`` tensor or struct."""
+def _split(data: Any, sizes: list[int]) -> list[Any]:
+    """Split a ``[N, ...]`` tensor or struct into consecutive pieces of ``sizes`` rows."""
     if isinstance(data, Tensor):
-        return data[index, b]
-    return data[index].apply(lambda t: t[:, b])  # type: ignore[union-attr]
+        return list(data.split(sizes))
+    leaves = [list(tensor.split(sizes)) for tensor in data.tensors()]
+    return [_rebuild(data, iter([leaf[i] for leaf in leaves])) for i in range(len(sizes))]
 
 
-def _row(data: Observation, t: int, b: int) -> Observation:
+def _item(data: Any, i: int) -> Any:
+    """Row ``i`` of a ``[N, ...]`` tensor or struct, without the leading dimension."""
     if isinstance(data, Tensor):
-        return data[t, b]
-    if isinstance(data, TensorStruct):
-        # index twice (not apply): a Dict observation's Discrete fields become 0-d
-        return data[t][b]
-    raise TypeError(f"unexpected observation type {type(data).__name__}")
+        return data[i]
+    return _rebuild(data, iter([tensor[i] for tensor in data.tensors()]))

@@ -25,9 +25,12 @@ splitting episodes) is done once per ``collect`` with tensor operations.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import math
-from collections.abc import Callable
-from typing import Any, Generic
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -54,6 +57,32 @@ def _stack(items: list[Any]) -> Any:
     return type(first).stack(items)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a collect keeps thousands of small
+    objects alive: its passes over them would cost more than the bookkeeping itself.
+    Nothing is leaked: collection resumes (and catches up) when the call returns."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+CollectT = TypeVar("CollectT", bound=Callable[..., Any])
+
+
+def _without_gc(method: CollectT) -> CollectT:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _gc_paused():
+            return method(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def _first_tensor(actor: Any) -> Tensor | None:
     """A parameter (or buffer) of the actor: its ``.device`` follows ``actor.to(...)``."""
     if isinstance(actor, nn.Module):
@@ -62,6 +91,12 @@ def _first_tensor(actor: Any) -> Tensor | None:
         for buffer in actor.buffers():
             return buffer
     return None
+
+
+def _time_major(x: Tensor, all_true: bool = False) -> Tensor:
+    """``[B]`` -> ``[1, B]``, ``[T, B]`` unchanged; ``all_true``: a mask of ones that shape."""
+    x = x if x.dim() == 2 else x.unsqueeze(0)
+    return torch.ones_like(x, dtype=torch.bool) if all_true else x
 
 
 def _episode_stats(
@@ -141,13 +176,14 @@ class _Collector(Generic[ActionT]):
 
     def _fold(self) -> tuple[Tensor, Tensor]:
         """Fold the pending segments into the carries; the stats of the last one's episodes."""
-        last_length = self._pending[-1][0].shape[0]
-        reward = torch.cat([r for r, _te, _tr, _c in self._pending]).cpu()
-        done = torch.cat([te | tr for _r, te, tr, _c in self._pending]).cpu()
+        pending, self._pending = self._pending, []
+        # a collect(1) queued [B] tensors: one time step
+        reward = torch.cat([_time_major(r) for r, _te, _tr, _c in pending]).cpu()
+        done = torch.cat([_time_major(te | tr) for _r, te, tr, _c in pending]).cpu()
         counted = torch.cat(
-            [torch.ones_like(te) if c is None else c for _r, te, _tr, c in self._pending]
+            [_time_major(te if c is None else c, all_true=c is None) for _r, te, _tr, c in pending]
         ).cpu()
-        self._pending.clear()
+        last_length = _time_major(pending[-1][0]).shape[0]
         returns, lengths, end_time, self._carry_return, self._carry_length = _episode_stats(
             reward, done, counted, self._carry_return, self._carry_length
         )
@@ -205,6 +241,7 @@ class TransitionCollector(_Collector[ActionT]):
     transitions) are dropped, hence the ``≤``.
     """
 
+    @_without_gc
     def collect(self, n_steps: int) -> Transitions[ActionT]:
         """Run ``n_steps`` steps of every copy; returns the valid transitions (time-major)."""
         _check_count("n_steps", n_steps)
@@ -214,8 +251,9 @@ class TransitionCollector(_Collector[ActionT]):
             data: Transitions[ActionT] = Transitions._trusted(
                 observations[0], actions[0], step.reward, step.next_obs, step.terminated
             )
-            reward, terminated = step.reward.unsqueeze(0), step.terminated.unsqueeze(0)
-            truncated, autoreset = step.truncated.unsqueeze(0), step.autoreset.unsqueeze(0)
+            # [B] flags: the statistics take them as one time step ([1, B]) when read
+            reward, terminated = step.reward, step.terminated
+            truncated, autoreset = step.truncated, step.autoreset
         else:
             stacked = EnvStep.stack(steps)
             data = Transitions._trusted(
@@ -256,6 +294,7 @@ class RolloutCollector(_Collector[ActionT]):
                 f"VecEnv({env.env_name!r}, {env.num_envs}, same_step_reset=True)"
             )
 
+    @_without_gc
     def collect(self, n_steps: int) -> Rollout[ActionT]:
         """Run ``n_steps`` steps of every copy; returns a ``[n_steps, B]`` rollout."""
         _check_count("n_steps", n_steps)
@@ -294,6 +333,7 @@ class EpisodeCollector(_Collector[ActionT]):
         _check_count("max_steps", max_steps)
         self.max_steps = max_steps
 
+    @_without_gc
     def collect(self, n_episodes: int) -> list[Episode[ActionT]]:
         """Play until every copy finished ``ceil(n_episodes / B)`` episodes."""
         _check_count("n_episodes", n_episodes)

@@ -48,6 +48,7 @@ from torch import Tensor, nn
 from rl_mind.core import ActionT, Actor, Observation
 from rl_mind.env import VecEnv, _Converter, _dict_struct_class
 from rl_mind.notebook import _headless_sdl, _safe_name, outputs_directory, video_display
+from rl_mind.rendering import _as_rgb_frame
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -344,23 +345,6 @@ def actor_policy(
 
 
 # ====================================================================== videos
-def _as_rgb_frame(frame: Any, env_name: str) -> np.ndarray:
-    array = np.asarray(frame)
-    if array.ndim == 2:
-        array = np.repeat(array[:, :, None], 3, axis=2)
-    if array.ndim != 3 or array.shape[2] not in (3, 4):
-        raise ValueError(
-            f"{env_name}: render() must return an RGB frame [height, width, 3], got an array "
-            f"of shape {list(array.shape)}"
-        )
-    array = array[:, :, :3]
-    if array.dtype != np.uint8:
-        if np.issubdtype(array.dtype, np.floating) and array.max(initial=0) <= 1.0:
-            array = array * 255.0
-        array = np.clip(array, 0, 255).astype(np.uint8)
-    return np.ascontiguousarray(array)
-
-
 def _pad_even(frame: np.ndarray) -> np.ndarray:
     """Repeat the bottom row / right column so that height and width are even (H.264).
 
@@ -538,10 +522,10 @@ def record_video(
 
         def frames() -> Iterator[np.ndarray]:
             obs, _info = env.reset(seed=seed)
-            yield _as_rgb_frame(env.render(), env_name)
+            yield _as_rgb_frame(env.render(), f"{env_name}: render()")
             for _ in range(max_steps):
                 obs, _reward, terminated, truncated, _info = env.step(policy(obs))
-                yield _as_rgb_frame(env.render(), env_name)
+                yield _as_rgb_frame(env.render(), f"{env_name}: render()")
                 if terminated or truncated:
                     break
 

@@ -119,20 +119,23 @@ def _render(env: Any, index: int) -> np.ndarray:
     return np.asarray(frame)
 
 
-def _as_rgb(frame: Any) -> np.ndarray:
+def _as_rgb_frame(frame: Any, who: str = "FrameViewer") -> np.ndarray:
+    """A rendered frame as contiguous ``[height, width, 3]`` uint8 (grey, RGBA and float
+    ``[0, 1]`` frames are converted); ``who`` names the caller in the error."""
     array = np.asarray(frame)
     if array.ndim == 2:
         array = np.repeat(array[:, :, None], 3, axis=2)
     if array.ndim != 3 or array.shape[2] not in (3, 4):
         raise ValueError(
-            f"FrameViewer: expected an RGB frame [height, width, 3], got shape {list(array.shape)}"
+            f"{who}: expected an RGB frame [height, width, 3], got an array of shape "
+            f"{list(array.shape)}"
         )
     array = array[:, :, :3]
     if array.dtype != np.uint8:
         if np.issubdtype(array.dtype, np.floating) and array.max(initial=0) <= 1.0:
             array = array * 255.0
         array = np.clip(array, 0, 255).astype(np.uint8)
-    return array
+    return np.ascontiguousarray(array)
 
 
 class FrameViewer:
@@ -199,7 +202,7 @@ class FrameViewer:
 
     def add(self, frame: np.ndarray) -> None:
         """Append an RGB frame ``[height, width, 3]`` (uint8, or floats in [0, 1])."""
-        png = _encode_png(_as_rgb(frame))
+        png = _encode_png(_as_rgb_frame(frame))
         self._frames.append((self._count, png))
         self._count += 1
         if len(self._frames) > self.max_frames:
@@ -210,7 +213,7 @@ class FrameViewer:
         """Render ``env`` (copy ``index`` of a ``VecEnv`` or gymnasium ``VectorEnv``), add the
         frame, and return it."""
         _headless_sdl()
-        frame = _as_rgb(_render(env, index))
+        frame = _as_rgb_frame(_render(env, index))
         self.add(frame)
         return frame
 

@@ -32,7 +32,7 @@ from rl_mind.envs.pong_opponents import (
     as_numpy_policy,
 )
 from rl_mind.envs.pong_parallel import PongDuelParallelEnv
-from rl_mind.envs.pong_render import render_frame
+from rl_mind.envs.pong_render import render_frame, render_match
 
 __all__ = [
     "BUILTIN_OPPONENTS",
@@ -51,6 +51,7 @@ __all__ = [
     "as_numpy_policy",
     "pong_duel_observation_space",
     "render_frame",
+    "render_match",
 ]
 
 

@@ -35,7 +35,7 @@ from gymnasium.vector.utils import batch_space
 
 from rl_mind.envs.pong_game import PongDuelGame, PongDuelRules
 from rl_mind.envs.pong_opponents import NumpyPolicy, as_numpy_policy
-from rl_mind.envs.pong_render import render_frame
+from rl_mind.envs.pong_render import render_match
 
 __all__ = [
     "MatchResult",
@@ -168,16 +168,7 @@ class PongDuelEnv(gymnasium.Env[np.ndarray, np.int64]):
         if self.render_mode is None:
             gymnasium.logger.warn("PongDuelEnv.render: no render_mode; use render_mode='rgb_array'")
             return None
-        g = self.game
-        return render_frame(
-            g.paddle_y[:, 0],
-            float(g.ball_x[0]),
-            float(g.ball_y[0]),
-            g.score[:, 0],
-            1.0 - float(g.time[0]) / self.rules.max_steps,
-            trail=list(self._trail),
-            rules=self.rules,
-        )
+        return render_match(self.game, 0, trail=list(self._trail))
 
 
 class _OpponentRegistry:
@@ -465,15 +456,4 @@ class PongDuelVectorEnv(VectorEnv):
                 "PongDuelVectorEnv.render: no render_mode; use render_mode='rgb_array'"
             )
             return None
-        g = self.game
-        return tuple(
-            render_frame(
-                g.paddle_y[:, i],
-                float(g.ball_x[i]),
-                float(g.ball_y[i]),
-                g.score[:, i],
-                1.0 - float(g.time[i]) / self.rules.max_steps,
-                rules=self.rules,
-            )
-            for i in range(self.num_envs)
-        )
+        return tuple(render_match(self.game, i) for i in range(self.num_envs))

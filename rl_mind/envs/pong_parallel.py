@@ -18,7 +18,7 @@ from gymnasium import spaces
 
 from rl_mind.envs.pong_duel import _TRAIL_LENGTH, _make_rules, pong_duel_observation_space
 from rl_mind.envs.pong_game import PongDuelGame, PongDuelRules
-from rl_mind.envs.pong_render import render_frame
+from rl_mind.envs.pong_render import render_match
 
 __all__ = ["PongDuelParallelEnv"]
 
@@ -143,16 +143,7 @@ class PongDuelParallelEnv:
     def render(self) -> np.ndarray | None:
         if self.render_mode is None:
             return None
-        g = self.game
-        return render_frame(
-            g.paddle_y[:, 0],
-            float(g.ball_x[0]),
-            float(g.ball_y[0]),
-            g.score[:, 0],
-            1.0 - float(g.time[0]) / self.rules.max_steps,
-            trail=list(self._trail),
-            rules=self.rules,
-        )
+        return render_match(self.game, 0, trail=list(self._trail))
 
     def state(self) -> np.ndarray:
         """The global state: player 0's observation (it sees everything)."""

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rl_mind.envs.pong_game import PongDuelRules
+from rl_mind.envs.pong_game import PongDuelGame, PongDuelRules
 
-__all__ = ["FRAME_HEIGHT", "FRAME_WIDTH", "render_frame"]
+__all__ = ["FRAME_HEIGHT", "FRAME_WIDTH", "render_frame", "render_match"]
 
 FRAME_WIDTH = 480
 HEADER_HEIGHT = 48
@@ -151,3 +151,19 @@ def render_frame(
     col, row = _to_pixels(ball_x, ball_y)
     _disc(frame, col, row, radius, BALL, 1.0)
     return frame
+
+
+def render_match(
+    game: PongDuelGame, index: int = 0, trail: Sequence[tuple[float, float]] = ()
+) -> np.ndarray:
+    """The frame of match ``index`` of a batched ``game`` (see :func:`render_frame`)."""
+    rules = game.rules
+    return render_frame(
+        game.paddle_y[:, index],
+        float(game.ball_x[index]),
+        float(game.ball_y[index]),
+        game.score[:, index],
+        1.0 - float(game.time[index]) / rules.max_steps,
+        trail=trail,
+        rules=rules,
+    )

@@ -343,35 +343,27 @@ class EpisodeCollector(_Collector[ActionT]):
         self._pending.clear()
         self._carry_return.zero_()
         self._carry_length.zero_()
-        obs = self.env.reset()
+        self._obs = self.env.reset()
         finished = torch.zeros(B, dtype=torch.long, device=self.env.device)
         observations: list[Observation] = []
         actions: list[ActionT] = []
         steps: list[EnvStep] = []
-        device = self._actor_device()
-        # the per-step work: act, step, keep references; every 8 steps, count the finished
-        # episodes (a few extra steps past the quota cost less than a check at every step)
-        with torch.no_grad():
-            for t in range(1, self.max_steps + 1):
-                action = self._act(obs, device)
-                step = self.env.step(action)
-                observations.append(obs)
-                actions.append(action)
-                steps.append(step)
-                obs = step.obs
-                if t % 8 == 0 or t == self.max_steps:
-                    recent = steps[-8:] if t % 8 == 0 else steps[-(t % 8) :]
-                    for recent_step in recent:
-                        finished += recent_step.done
-                    if bool((finished >= quota).all()):
-                        break
-            else:
+        # step in chunks of 8 and count the finished episodes after each chunk: a few steps
+        # past the quota cost less than a check at every step
+        while not bool((finished >= quota).all()):
+            if len(steps) >= self.max_steps:
                 raise RuntimeError(
-                    f"EpisodeCollector: after {self.max_steps} steps per copy, only "
+                    f"EpisodeCollector: after {len(steps)} steps per copy, only "
                     f"{int((finished >= quota).sum())} of {B} copies finished their "
                     f"{quota} episode(s); does {self.env.env_name!r} ever end? Add a time "
                     f"limit (gymnasium.wrappers.TimeLimit) or raise max_steps"
                 )
+            chunk_obs, chunk_actions, chunk_steps = self._run(min(8, self.max_steps - len(steps)))
+            observations += chunk_obs
+            actions += chunk_actions
+            steps += chunk_steps
+            for step in chunk_steps:
+                finished += step.done
         self._obs = None  # the next call resets anyway
         stacked = EnvStep.stack(steps)
         all_obs = _stack(observations)

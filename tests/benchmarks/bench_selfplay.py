@@ -57,10 +57,15 @@ def spearman(x: list[float], y: list[float]) -> float:
 
 
 def run_seed(
-    seed: int, minutes: float, eval_matches: int, snapshots: int, rr_matches: int
+    seed: int,
+    minutes: float,
+    eval_matches: int,
+    snapshots: int,
+    rr_matches: int,
+    pool_sampling: str = "pfsp",
 ) -> dict[str, Any]:
     torch.set_num_threads(1)
-    trainer = SelfPlayTrainer(SelfPlayConfig(seed=seed))
+    trainer = SelfPlayTrainer(SelfPlayConfig(seed=seed, pool_sampling=pool_sampling))
     checkpoints = [m for m in CHECKPOINT_MINUTES if m < minutes] + [minutes]
     evaluations: list[dict[str, float]] = []
     wall_start = time.perf_counter()
@@ -127,6 +132,7 @@ def run_seed(
     trainer.close()
     return {
         "seed": seed,
+        "pool_sampling": pool_sampling,
         "minutes": minutes,
         "wall_minutes": (time.perf_counter() - wall_start) / 60,
         "game_steps_per_second": trainer.env_steps / max(trainer.train_seconds, 1e-9),
@@ -149,13 +155,21 @@ def main() -> None:
     parser.add_argument("--eval-matches", type=int, default=400)
     parser.add_argument("--snapshots", type=int, default=10)
     parser.add_argument("--rr-matches", type=int, default=100)
+    parser.add_argument("--pool-sampling", default="pfsp", help="pfsp (default), uniform or latest")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
     if args.eval_matches < 400:
         print("note: the targets are defined on >= 400 evaluation matches")
     results = []
     for seed in args.seeds:
-        result = run_seed(seed, args.minutes, args.eval_matches, args.snapshots, args.rr_matches)
+        result = run_seed(
+            seed,
+            args.minutes,
+            args.eval_matches,
+            args.snapshots,
+            args.rr_matches,
+            args.pool_sampling,
+        )
         results.append(result)
         print(
             f"\nseed {seed}: {result['game_steps_per_second']:,.0f} game steps/s, load {result['load_average']}"

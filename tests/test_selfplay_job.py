@@ -281,3 +281,41 @@ def test_a_single_sample_minibatch_gives_a_finite_loss() -> None:
         torch.tensor([0.5]), fast_config(),
     )  # fmt: skip
     assert torch.isfinite(loss)
+
+
+def test_pooled_snapshots_play_each_match_with_its_own_snapshot() -> None:
+    """The batched pool opponent gives every row its own snapshot's action distribution."""
+    from rl_mind.selfplay.trainer import PongPolicy, _PooledSnapshots
+
+    torch.manual_seed(0)
+    snapshots = [PongPolicy() for _ in range(3)]
+    for policy in snapshots:  # make the three policies clearly different
+        for parameter in policy.parameters():
+            parameter.data.normal_(0.0, 1.0)
+    pooled = _PooledSnapshots(num_envs=5)
+    assignment = {0: 2, 2: 0, 3: 1, 4: 2}  # copy 1 is not a pool match
+    for env_index in range(5):
+        snapshot = assignment.get(env_index)
+        pooled.assign(env_index, snapshot, None if snapshot is None else snapshots[snapshot])
+    obs = torch.randn(4, 10)  # the four pool matches, in copy order 0, 2, 3, 4
+    draws = torch.stack([pooled(obs) for _ in range(3000)])  # [3000, 4]
+    for row, env_index in enumerate([0, 2, 3, 4]):
+        expected = torch.softmax(snapshots[assignment[env_index]].net(obs[row]), -1).detach()
+        frequency = torch.bincount(draws[:, row], minlength=3).float() / len(draws)
+        assert torch.allclose(frequency, expected, atol=0.04), (env_index, frequency, expected)
+    with pytest.raises(RuntimeError, match="plays 4 matches but got 3"):
+        pooled(obs[:3])
+
+
+def test_pooled_snapshots_credit_each_ended_match_to_its_snapshot() -> None:
+    from rl_mind.selfplay.trainer import PongPolicy, _PooledSnapshots
+
+    policy = PongPolicy()
+    pooled = _PooledSnapshots(num_envs=2)
+    pooled.assign(0, 7, policy)  # match 1 of copy 0: snapshot 7
+    pooled.assign(1, None)  # copy 1 plays the live learner
+    pooled.assign(0, 9, policy)  # match 1 ended; match 2 of copy 0: snapshot 9
+    pooled.assign(0, None)  # match 2 ended; match 3: the live learner
+    pooled.assign(1, 7, policy)  # copy 1's live match ended: nothing to credit
+    assert [pooled.pop_finished(0), pooled.pop_finished(0), pooled.pop_finished(0)] == [7, 9, None]
+    assert pooled.pop_finished(1) is None

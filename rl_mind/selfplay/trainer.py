@@ -319,6 +319,84 @@ class _LiveOpponent:
         return out.value.cpu()
 
 
+class _PooledSnapshots:
+    """Every pool snapshot the matches play, as one opponent: one batched forward pass.
+
+    A pool of ~50 snapshots means ~35 different opponents among 64 matches at each step;
+    one small forward pass each would cost most of the training time. Instead the layers
+    of the snapshots in use are stacked (``[S, out, in]``) and each match's row goes
+    through its own snapshot's weights with batched matrix products. The game calls it
+    with the observations of the matches it plays, in increasing copy order (the copies
+    marked in ``active``); ``snapshot_id`` says which snapshot each copy plays.
+    """
+
+    name = "pool"
+
+    def __init__(self, num_envs: int) -> None:
+        self.active = np.zeros(num_envs, dtype=bool)
+        self.snapshot_id = np.full(num_envs, -1, dtype=np.int64)
+        self.policies: dict[int, PongPolicy] = {}  # snapshot id -> its frozen policy
+        self.finished: list[list[int]] = [[] for _ in range(num_envs)]  # ids of ended matches
+        self._stack_ids: list[int] = []
+        self._weights: list[Tensor] = []
+        self._biases: list[Tensor] = []
+
+    def assign(self, env_index: int, snapshot_id: int | None, policy: Any = None) -> None:
+        """Copy ``env_index`` starts a match against snapshot ``snapshot_id`` (None: not a
+        pool match). The snapshot of the match that just ended there is queued in
+        ``finished`` (for the pool's win statistics)."""
+        if self.active[env_index]:
+            self.finished[env_index].append(int(self.snapshot_id[env_index]))
+        self.active[env_index] = snapshot_id is not None
+        self.snapshot_id[env_index] = -1 if snapshot_id is None else snapshot_id
+        if snapshot_id is not None and snapshot_id not in self.policies:
+            self.policies[snapshot_id] = policy
+            self._stack_ids = []  # rebuilt at the next call
+
+    def pop_finished(self, env_index: int) -> int | None:
+        """The snapshot of the oldest ended pool match of copy ``env_index`` not yet popped."""
+        queue = self.finished[env_index]
+        return queue.pop(0) if queue else None
+
+    def _restack(self) -> None:
+        in_use = {int(i) for i in self.snapshot_id[self.active]}
+        self.policies = {k: v for k, v in self.policies.items() if k in in_use}
+        self._stack_ids = sorted(self.policies)
+        linears = [
+            [m for m in self.policies[k].net if isinstance(m, nn.Linear)] for k in self._stack_ids
+        ]
+        self._weights = [
+            torch.stack([ls[j].weight.detach() for ls in linears]) for j in range(len(linears[0]))
+        ]
+        self._biases = [
+            torch.stack([ls[j].bias.detach() for ls in linears]) for j in range(len(linears[0]))
+        ]
+
+    def __call__(self, obs: Tensor) -> Tensor:
+        rows = np.flatnonzero(self.active)
+        if len(rows) != len(obs):
+            raise RuntimeError(
+                f"the pooled opponent plays {len(rows)} matches but got {len(obs)} observations"
+            )
+        if not self._stack_ids or not set(self.snapshot_id[rows].tolist()) <= set(self._stack_ids):
+            self._restack()
+        position = {k: i for i, k in enumerate(self._stack_ids)}
+        index = torch.as_tensor(
+            [position[int(k)] for k in self.snapshot_id[rows]], dtype=torch.long
+        )
+        device = self._weights[0].device
+        hidden = obs.to(device).unsqueeze(2)  # [K, in, 1]
+        with torch.no_grad():
+            last = len(self._weights) - 1
+            for j, (weight, bias) in enumerate(zip(self._weights, self._biases)):
+                hidden = torch.baddbmm(bias[index].unsqueeze(2), weight[index], hidden)
+                if j < last:
+                    hidden = torch.tanh(hidden)
+            logits = hidden.squeeze(2)
+            action = Categorical(logits=logits, validate_args=False).sample()
+        return action.cpu()
+
+
 class _LearnerWithClock:
     """The learner as the collector sees it: also notes which matches the live opponent
     plays at each step (the game consults that opponent right after the learner acts)."""
@@ -408,7 +486,6 @@ class SelfPlayTrainer:
         self.eval_history: list[dict[str, float]] = []
         self.online_elo = EloTable(k=4.0, fixed={"random": 0.0})
         self.live = _LiveOpponent(self.policy)
-        self._snapshot_of: dict[int, int] = {}  # id(snapshot policy) -> snapshot id
         self._live_mask = np.zeros(config.num_envs, dtype=bool)
         self.take_snapshot()  # the random initialisation
         self._open_env(config.seed)
@@ -418,9 +495,15 @@ class SelfPlayTrainer:
         """Called by the game whenever match ``env_index`` starts: its opponent."""
         live = bool(self.sampler_rng.random() < self.config.latest_opponent_probability)
         self._live_mask[env_index] = live
-        return self.live if live else self.pool.sample().policy
+        if live:
+            self.pooled.assign(env_index, None)
+            return self.live
+        snapshot = self.pool.sample()
+        self.pooled.assign(env_index, snapshot.id, snapshot.policy)
+        return self.pooled
 
     def _open_env(self, seed: int) -> None:
+        self.pooled = _PooledSnapshots(self.config.num_envs)
         self.env = VecEnv(
             ENV_NAME,
             self.config.num_envs,
@@ -438,9 +521,6 @@ class SelfPlayTrainer:
     def take_snapshot(self) -> None:
         """Add a frozen copy of the learner to the pool and to the archive."""
         snapshot = self.pool.add(self.policy, self.env_steps)
-        live_ids = {s.id for s in self.pool}
-        self._snapshot_of = {k: v for k, v in self._snapshot_of.items() if v in live_ids}
-        self._snapshot_of[id(snapshot.policy)] = snapshot.id
         self.archive.append(
             {
                 "id": snapshot.id,
@@ -543,8 +623,8 @@ class SelfPlayTrainer:
                 outcomes_latest.append(game.outcome)
             else:
                 outcomes_pool.append(game.outcome)
-                snapshot_id = self._snapshot_of.get(id(game.opponent))
-                if snapshot_id is not None:
+                snapshot_id = self.pooled.pop_finished(game.env_index)
+                if snapshot_id is not None:  # (an evicted snapshot's result is ignored)
                     self.pool.record(snapshot_id, game.outcome)
         self.updates += 1
         self.train_seconds += time.perf_counter() - start
@@ -696,7 +776,6 @@ class SelfPlayTrainer:
         self.optimizer.load_state_dict(state["optimizer"])
         hidden = self.config.hidden_sizes
         self.pool.load_state_dict(state["pool"], lambda: PongPolicy(hidden))
-        self._snapshot_of = {id(s.policy): s.id for s in self.pool}
         self.archive = [dict(entry) for entry in state["archive"]]
         counters = state["counters"]
         self.updates = int(counters["updates"])

@@ -8,7 +8,9 @@ package's blocks:
    game. The learner is player 0 of every match. The opponent of each match (player 1) is
    chosen when the match starts: the **live learner itself** with probability
    ``latest_opponent_probability``, else a frozen snapshot drawn from an
-   :class:`~rl_mind.selfplay.OpponentPool` by prioritized fictitious self-play.
+   :class:`~rl_mind.selfplay.OpponentPool` by prioritized fictitious self-play. All the
+   snapshots in play answer in one batched forward pass (their weights stacked), not one
+   small pass per snapshot.
 2. The live-learner opponent's moves are on-policy too, so they are trained on: the
    opponent callable records what it saw and did, and its rewards, ends and successor
    observations follow from player 0's (zero-sum game, mirrored observations).

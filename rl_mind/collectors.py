@@ -93,10 +93,17 @@ def _first_tensor(actor: Any) -> Tensor | None:
     return None
 
 
-def _time_major(x: Tensor, all_true: bool = False) -> Tensor:
-    """``[B]`` -> ``[1, B]``, ``[T, B]`` unchanged; ``all_true``: a mask of ones that shape."""
-    x = x if x.dim() == 2 else x.unsqueeze(0)
-    return torch.ones_like(x, dtype=torch.bool) if all_true else x
+def _time_major(x: Tensor) -> Tensor:
+    """``[B]`` (one step, queued by ``collect(1)``) -> ``[1, B]``; ``[T, B]`` unchanged."""
+    return x if x.dim() == 2 else x.unsqueeze(0)
+
+
+def _cat_time(items: list[Tensor]) -> Tensor:
+    """Concatenate queued ``[B]`` / ``[T, B]`` segments along time (one stack when all
+    are single steps, the usual case of many ``collect(1)`` calls)."""
+    if all(item.dim() == 1 for item in items):
+        return torch.stack(items)
+    return torch.cat([_time_major(item) for item in items])
 
 
 def _episode_stats(
@@ -177,12 +184,17 @@ class _Collector(Generic[ActionT]):
     def _fold(self) -> tuple[Tensor, Tensor]:
         """Fold the pending segments into the carries; the stats of the last one's episodes."""
         pending, self._pending = self._pending, []
-        # a collect(1) queued [B] tensors: one time step
-        reward = torch.cat([_time_major(r) for r, _te, _tr, _c in pending]).cpu()
-        done = torch.cat([_time_major(te | tr) for _r, te, tr, _c in pending]).cpu()
-        counted = torch.cat(
-            [_time_major(te if c is None else c, all_true=c is None) for _r, te, _tr, c in pending]
-        ).cpu()
+        reward = _cat_time([r for r, _te, _tr, _c in pending])
+        done = _cat_time([te for _r, te, _tr, _c in pending]) | _cat_time(
+            [tr for _r, _te, tr, _c in pending]
+        )
+        if all(c is None for _r, _te, _tr, c in pending):
+            counted = torch.ones_like(done)
+        else:
+            counted = _cat_time(
+                [torch.ones_like(te) if c is None else c for _r, te, _tr, c in pending]
+            )
+        reward, done, counted = reward.cpu(), done.cpu(), counted.cpu()
         last_length = _time_major(pending[-1][0]).shape[0]
         returns, lengths, end_time, self._carry_return, self._carry_length = _episode_stats(
             reward, done, counted, self._carry_return, self._carry_length

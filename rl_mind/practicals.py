@@ -181,11 +181,13 @@ def render_notebooks(text: str, *, name: str = "practical") -> PracticalNotebook
 
 
 def _targets(
-    source: Path, student_dir: Path | None, solution_dir: Path | None
+    source: Path, student_dir: str | Path | None, solution_dir: str | Path | None
 ) -> tuple[Path, Path]:
+    """Where the student and solution notebooks of ``source`` go (defaults: see
+    :func:`generate_notebooks`)."""
     base = source.parent.parent if source.parent.name == "src" else source.parent
-    student = (student_dir or base) / f"{source.stem}.ipynb"
-    solution = (solution_dir or base / "solutions") / f"{source.stem}.ipynb"
+    student = Path(student_dir or base) / f"{source.stem}.ipynb"
+    solution = Path(solution_dir or base / "solutions") / f"{source.stem}.ipynb"
     return student, solution
 
 
@@ -201,11 +203,7 @@ def generate_notebooks(
     itself and into ``solutions/`` beside it).
     """
     source = Path(source)
-    student_path, solution_path = _targets(
-        source,
-        Path(student_dir) if student_dir is not None else None,
-        Path(solution_dir) if solution_dir is not None else None,
-    )
+    student_path, solution_path = _targets(source, student_dir, solution_dir)
     notebooks = render_notebooks(source.read_text(encoding="utf-8"), name=source.stem)
     for path, text in ((student_path, notebooks.student), (solution_path, notebooks.solution)):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,11 +219,7 @@ def stale_notebooks(
     """The generated notebooks that are missing or differ from what their source gives now."""
     stale: list[Path] = []
     for source in map(Path, sources):
-        student_path, solution_path = _targets(
-            source,
-            Path(student_dir) if student_dir is not None else None,
-            Path(solution_dir) if solution_dir is not None else None,
-        )
+        student_path, solution_path = _targets(source, student_dir, solution_dir)
         notebooks = render_notebooks(source.read_text(encoding="utf-8"), name=source.stem)
         for path, text in ((student_path, notebooks.student), (solution_path, notebooks.solution)):
             if not path.is_file() or path.read_text(encoding="utf-8") != text:

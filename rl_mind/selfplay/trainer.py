@@ -339,7 +339,8 @@ class _PooledSnapshots:
         self.snapshot_id = np.full(num_envs, -1, dtype=np.int64)
         self.policies: dict[int, PongPolicy] = {}  # snapshot id -> its frozen policy
         self.finished: list[list[int]] = [[] for _ in range(num_envs)]  # ids of ended matches
-        self._stack_ids: list[int] = []
+        self._stack_ids: list[int] = []  # empty: restack at the next call
+        self._stack_position = np.zeros(0, dtype=np.int64)  # snapshot id -> row of the stack
         self._weights: list[Tensor] = []
         self._biases: list[Tensor] = []
 
@@ -364,6 +365,8 @@ class _PooledSnapshots:
         in_use = {int(i) for i in self.snapshot_id[self.active]}
         self.policies = {k: v for k, v in self.policies.items() if k in in_use}
         self._stack_ids = sorted(self.policies)
+        self._stack_position = np.zeros(max(self._stack_ids) + 1, dtype=np.int64)
+        self._stack_position[self._stack_ids] = np.arange(len(self._stack_ids))
         linears = [
             [m for m in self.policies[k].net if isinstance(m, nn.Linear)] for k in self._stack_ids
         ]
@@ -380,12 +383,9 @@ class _PooledSnapshots:
             raise RuntimeError(
                 f"the pooled opponent plays {len(rows)} matches but got {len(obs)} observations"
             )
-        if not self._stack_ids or not set(self.snapshot_id[rows].tolist()) <= set(self._stack_ids):
+        if not self._stack_ids:  # a snapshot joined since the last stack (see assign)
             self._restack()
-        position = {k: i for i, k in enumerate(self._stack_ids)}
-        index = torch.as_tensor(
-            [position[int(k)] for k in self.snapshot_id[rows]], dtype=torch.long
-        )
+        index = torch.from_numpy(self._stack_position[self.snapshot_id[rows]])
         device = self._weights[0].device
         hidden = obs.to(device).unsqueeze(2)  # [K, in, 1]
         with torch.no_grad():

@@ -30,14 +30,15 @@ import functools
 import gc
 import math
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from rl_mind.core import Action, ActionT, Observation
 from rl_mind.data import Episode, Rollout, Transitions, _rebuild
-from rl_mind.env import EnvStep, VecEnv
+from rl_mind.env import VecEnv, _put_rows, _tensor, _tree_map, _with_final_rows
 
 __all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
 
@@ -55,6 +56,14 @@ def _stack(items: list[Any]) -> Any:
     if isinstance(first, Tensor):
         return torch.stack(items)
     return type(first).stack(items)
+
+
+def _cat(items: list[Any]) -> Any:
+    """Concatenate a list of ``[B, ...]`` tensors or structs into ``[T*B, ...]``."""
+    first = items[0]
+    if isinstance(first, Tensor):
+        return torch.cat(items)
+    return type(first).cat(items)
 
 
 @contextlib.contextmanager
@@ -91,19 +100,6 @@ def _first_tensor(actor: Any) -> Tensor | None:
         for buffer in actor.buffers():
             return buffer
     return None
-
-
-def _time_major(x: Tensor) -> Tensor:
-    """``[B]`` (one step, queued by ``collect(1)``) -> ``[1, B]``; ``[T, B]`` unchanged."""
-    return x if x.dim() == 2 else x.unsqueeze(0)
-
-
-def _cat_time(items: list[Tensor]) -> Tensor:
-    """Concatenate queued ``[B]`` / ``[T, B]`` segments along time (one stack when all
-    are single steps, the usual case of many ``collect(1)`` calls)."""
-    if all(item.dim() == 1 for item in items):
-        return torch.stack(items)
-    return torch.cat([_time_major(item) for item in items])
 
 
 def _episode_stats(
@@ -145,6 +141,197 @@ def _episode_stats(
     return returns.float(), lengths, time_index, new_carry_return, new_carry_length
 
 
+class _EpisodeStats:
+    """The returns and lengths of the episodes that end during a ``collect``, computed only
+    when read: each call queues copies of its ``[T, B]`` rewards and flags (so that
+    ``collect(1)`` at every step stays cheap, and in-place changes to the returned data do
+    not change the statistics), and reading folds the queue into the running carries."""
+
+    def __init__(self, num_envs: int) -> None:
+        self._allocate(256, num_envs)
+        self.length = 0
+        self.last_start = 0  # where the last call's steps begin in the queue
+        self.carry_return = torch.zeros(num_envs, dtype=torch.float64)
+        self.carry_length = torch.zeros(num_envs, dtype=torch.long)
+        self.stale = False
+        self.result: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+
+    def push(
+        self,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        counted: np.ndarray | None = None,
+    ) -> None:
+        """Queue one call's steps: ``[T, B]`` arrays, or ``[B]`` for a single step
+        (``counted`` None: every step counts)."""
+        steps = 1 if reward.ndim == 1 else reward.shape[0]
+        capacity = self.reward.shape[0]
+        if self.length + steps > capacity:
+            self.fold()  # only the carries matter: the stats read next are this call's
+            if steps > capacity:
+                self._allocate(steps, reward.shape[-1])
+        i = self.last_start = self.length
+        self.length = i + steps
+        if steps == 1 and reward.ndim == 1:
+            self.reward[i] = reward
+            self.terminated[i] = terminated
+            self.truncated[i] = truncated
+            self.counted[i] = True if counted is None else counted
+        else:
+            self.reward[i : i + steps] = reward
+            self.terminated[i : i + steps] = terminated
+            self.truncated[i : i + steps] = truncated
+            self.counted[i : i + steps] = True if counted is None else counted
+        self.stale = True
+
+    def read(self) -> tuple[Tensor, Tensor]:
+        if self.stale:
+            self.result = self.fold()
+        return self.result
+
+    def fold(self) -> tuple[Tensor, Tensor]:
+        """Fold the queue into the carries; the stats of the last call's episodes."""
+        n = self.length
+        self.stale = False
+        if n == 0:
+            return torch.zeros(0), torch.zeros(0, dtype=torch.long)
+        returns, lengths, end_time, self.carry_return, self.carry_length = _episode_stats(
+            torch.from_numpy(self.reward[:n]),
+            torch.from_numpy(self.terminated[:n] | self.truncated[:n]),
+            torch.from_numpy(self.counted[:n]),
+            self.carry_return,
+            self.carry_length,
+        )
+        self.length = 0
+        in_last = end_time >= self.last_start
+        return returns[in_last], lengths[in_last]
+
+    def _allocate(self, capacity: int, num_envs: int) -> None:
+        self.reward = np.empty((capacity, num_envs), np.float32)
+        self.terminated = np.empty((capacity, num_envs), np.bool_)
+        self.truncated = np.empty((capacity, num_envs), np.bool_)
+        self.counted = np.empty((capacity, num_envs), np.bool_)  # real steps, not reset rows
+
+    def clear(self) -> None:
+        """Forget everything (the episode collector resets the environment)."""
+        self.length = self.last_start = 0
+        self.carry_return.zero_()
+        self.carry_length.zero_()
+        self.stale = True
+
+
+class _Recording:
+    """The steps of one ``collect``, written as they come into preallocated numpy arrays of
+    gymnasium's own dtypes (one small copy per step, no per-step tensor kept alive) and
+    converted to tensors once, at the end."""
+
+    def __init__(
+        self, first_obs: Any, num_envs: int, capacity: int, first_reset: np.ndarray | None
+    ) -> None:
+        self.length = 0
+        self.obs: Any = _tree_map(
+            lambda a: np.empty((capacity + 1, *np.shape(a)), a.dtype), first_obs
+        )
+        _put(self.obs, 0, first_obs)
+        self.reward = np.empty((capacity, num_envs), np.float32)
+        self.terminated = np.empty((capacity, num_envs), np.bool_)
+        self.truncated = np.empty((capacity, num_envs), np.bool_)
+        self.actions: list[Any] = []
+        # same-step mode: (t, mask, rows), the final observations of the copies ended at t
+        self.finals: list[tuple[int, np.ndarray, Any]] = []
+        # next-step mode: the copies whose first step here is an auto-reset
+        self.first_reset = first_reset
+
+    def reserve(self, capacity: int) -> None:
+        """Room for ``capacity`` steps (doubling, for the episode collector)."""
+        old = self.reward.shape[0]
+        if capacity <= old:
+            return
+        capacity = max(capacity, 2 * old)
+
+        def grown(array: np.ndarray) -> np.ndarray:
+            out = np.empty((capacity + array.shape[0] - old, *array.shape[1:]), array.dtype)
+            out[: array.shape[0]] = array
+            return out
+
+        self.obs = _tree_map(grown, self.obs)
+        self.reward, self.terminated, self.truncated = (
+            grown(self.reward),
+            grown(self.terminated),
+            grown(self.truncated),
+        )
+
+    def autoreset(self, env: VecEnv) -> np.ndarray | None:
+        """Next-step mode: ``[T, B]`` the auto-reset rows (the copies that ended at the
+        previous step), which are not transitions; None in same-step mode."""
+        if env.same_step_reset:
+            return None
+        n = self.length
+        autoreset = np.empty((n, env.num_envs), np.bool_)
+        autoreset[0] = False if self.first_reset is None else self.first_reset
+        np.logical_or(self.terminated[: n - 1], self.truncated[: n - 1], out=autoreset[1:])
+        return autoreset
+
+    def next_obs(self) -> Any:
+        """``[T, B, ...]`` numpy, the true successors: the observations each step returned,
+        with the final observations of same-step auto-resets put back (a copy: the
+        returned ``obs`` and ``next_obs`` never share memory)."""
+        n = self.length
+        next_np = _tree_map(lambda a: a[1 : n + 1].copy(), self.obs)
+        for t, mask, rows in self.finals:
+            _put_rows(next_np, t, mask, rows)
+        return next_np
+
+    def tensors(self, env: VecEnv) -> _Steps:
+        """The recorded steps as ``[T, B]`` tensors on the environment's device."""
+        n = self.length
+        convert = env._convert
+        device = None if convert.on_cpu else env.device
+        return _Steps(
+            convert(_tree_map(lambda a: a[:n], self.obs)),
+            _stack(self.actions),
+            _tensor(self.reward[:n], np.float32, device),
+            convert(self.next_obs()),
+            _tensor(self.terminated[:n], np.bool_, device),
+            _tensor(self.truncated[:n], np.bool_, device),
+        )
+
+
+class _Steps(NamedTuple):
+    """``[T, B]`` tensors of recorded steps."""
+
+    obs: Any
+    action: Any
+    reward: Tensor
+    next_obs: Any
+    terminated: Tensor
+    truncated: Tensor
+
+
+def _flat_rows(array: np.ndarray, n: int, keep: np.ndarray | None, start: int = 0) -> np.ndarray:
+    """Rows ``start : start + n`` of a ``[T, B, ...]`` array as ``[n*B, ...]``, only the
+    flat rows ``keep`` when given (a copy then)."""
+    flat = array[start : start + n].reshape(-1, *array.shape[2:])
+    return flat if keep is None else flat[keep]
+
+
+def _index_rows(data: Any, index: Tensor) -> Any:
+    """The rows ``index`` (a long tensor) of a ``[N, ...]`` tensor or struct."""
+    if isinstance(data, Tensor):
+        return data.index_select(0, index)
+    return data._apply_batched(lambda t: t.index_select(0, index))
+
+
+def _put(buffer: Any, index: int, obs: Any) -> None:
+    """``buffer[index] = obs`` leaf by leaf (``Dict`` observations are dicts of arrays)."""
+
+    def put(array: np.ndarray, value: np.ndarray) -> None:
+        array[index] = value
+
+    _tree_map(put, buffer, obs)
+
+
 class _Collector(Generic[ActionT]):
     def __init__(self, env: VecEnv, actor: Policy[ActionT]) -> None:
         if not isinstance(env, VecEnv):
@@ -156,93 +343,79 @@ class _Collector(Generic[ActionT]):
         self._device_probe = _first_tensor(actor)
         self.steps = 0
         """Environment steps recorded so far (all copies together)."""
+        # the observation to act on next, as a tensor and as gymnasium's numpy arrays
         self._obs: Observation | None = None
-        B = env.num_envs
-        self._carry_return = torch.zeros(B, dtype=torch.float64)
-        self._carry_length = torch.zeros(B, dtype=torch.long)
-        # [T, B] (reward, terminated, truncated, counted) of the calls not yet folded into
-        # the carries; the statistics are computed when read, so that collect(1) at every
-        # step stays cheap
-        self._pending: list[tuple[Tensor, Tensor, Tensor, Tensor | None]] = []
-        self._stats: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+        self._obs_np: Any = None
+        self._stats = _EpisodeStats(env.num_envs)
 
     @property
     def episode_returns(self) -> Tensor:
         """``[K]`` returns of the episodes that ended during the last ``collect``."""
-        return self._last_stats()[0]
+        return self._stats.read()[0]
 
     @property
     def episode_lengths(self) -> Tensor:
         """``[K]`` lengths (steps) of the episodes that ended during the last ``collect``."""
-        return self._last_stats()[1]
+        return self._stats.read()[1]
 
-    def _last_stats(self) -> tuple[Tensor, Tensor]:
-        if self._pending:
-            self._stats = self._fold()
-        return self._stats
-
-    def _fold(self) -> tuple[Tensor, Tensor]:
-        """Fold the pending segments into the carries; the stats of the last one's episodes."""
-        pending, self._pending = self._pending, []
-        reward = _cat_time([r for r, _te, _tr, _c in pending])
-        done = _cat_time([te for _r, te, _tr, _c in pending]) | _cat_time(
-            [tr for _r, _te, tr, _c in pending]
-        )
-        if all(c is None for _r, _te, _tr, c in pending):
-            counted = torch.ones_like(done)
-        else:
-            counted = _cat_time(
-                [torch.ones_like(te) if c is None else c for _r, te, _tr, c in pending]
-            )
-        reward, done, counted = reward.cpu(), done.cpu(), counted.cpu()
-        last_length = _time_major(pending[-1][0]).shape[0]
-        returns, lengths, end_time, self._carry_return, self._carry_length = _episode_stats(
-            reward, done, counted, self._carry_return, self._carry_length
-        )
-        in_last = end_time >= reward.shape[0] - last_length
-        return returns[in_last], lengths[in_last]
-
-    def _act(self, obs: Observation, device: torch.device | None) -> ActionT:
-        if device is not None and obs.device != device:
-            obs = obs.to(device)
-        action = self.actor(obs)
-        if not isinstance(action, Action):
-            raise TypeError(
-                f"the actor must return an Action (e.g. Action(value) or "
-                f"StochasticAction(value, log_prob)), got {type(action).__name__}"
-            )
-        return action
+    def _reset(self) -> Observation:
+        self._obs_np = self.env._reset_arrays()
+        self._obs = self.env._convert(self._obs_np)
+        return self._obs
 
     def _actor_device(self) -> torch.device | None:
+        """Where the actor wants its observations (None: wherever the environment puts them)."""
         probe = self._device_probe
-        return None if probe is None else probe.device
+        if probe is None or probe.device == self.env.device:
+            return None
+        return probe.device
 
-    def _run(self, n_steps: int) -> tuple[list[Observation], list[ActionT], list[EnvStep]]:
-        """``n_steps`` steps of every copy, keeping references only."""
-        obs = self._obs if self._obs is not None else self.env.reset()
-        observations: list[Observation] = []
-        actions: list[ActionT] = []
-        steps: list[EnvStep] = []
+    def _run(self, n_steps: int, recording: _Recording | None = None) -> _Recording:
+        """``n_steps`` more steps of every copy, written into ``recording`` (a new one if
+        None). Per step: the actor, the environment and a few numpy copies, nothing else."""
+        env = self.env
+        obs = self._obs if self._obs is not None else self._reset()
+        if recording is None:
+            recording = _Recording(self._obs_np, env.num_envs, n_steps, env._reset_pending())
+        else:
+            recording.reserve(recording.length + n_steps)
+        step, convert, actor = env._step_arrays, env._convert, self.actor
         device = self._actor_device()
-        with torch.no_grad():
-            for _ in range(n_steps):
-                action = self._act(obs, device)
-                step = self.env.step(action)
-                observations.append(obs)
-                actions.append(action)
-                steps.append(step)
-                obs = step.obs
-        self._obs = obs
-        return observations, actions, steps
+        obs_buffer = recording.obs
+        plain_obs = isinstance(obs_buffer, np.ndarray)
+        reward_buffer, terminated_buffer = recording.reward, recording.terminated
+        truncated_buffer, actions = recording.truncated, recording.actions
+        obs_np = self._obs_np
+        start = recording.length
+        try:
+            with torch.no_grad():
+                for t in range(start, start + n_steps):
+                    action = actor(obs if device is None else obs.to(device))
+                    if not isinstance(action, Action):
+                        _not_an_action(action)
+                    obs_np, reward, terminated, truncated, final = step(action)
+                    if plain_obs:
+                        obs_buffer[t + 1] = obs_np
+                    else:
+                        _put(obs_buffer, t + 1, obs_np)
+                    reward_buffer[t] = reward
+                    terminated_buffer[t] = terminated
+                    truncated_buffer[t] = truncated
+                    actions.append(action)
+                    if final is not None:
+                        recording.finals.append((t, *final))
+                    recording.length = t + 1
+                    obs = convert(obs_np)
+        finally:  # even after an error, act next on what the environment last returned
+            self._obs, self._obs_np = obs, obs_np
+        return recording
 
-    def _record_stats(
-        self, reward: Tensor, terminated: Tensor, truncated: Tensor, counted: Tensor | None
-    ) -> None:
-        """Queue a ``[T, B]`` segment for the episode statistics of this call
-        (``counted`` marks the real steps; None: every step counts)."""
-        if len(self._pending) >= 256:  # bound the memory of calls nobody asked stats for
-            self._fold()
-        self._pending.append((reward, terminated, truncated, counted))
+
+def _not_an_action(action: object) -> None:
+    raise TypeError(
+        f"the actor must return an Action (e.g. Action(value) or "
+        f"StochasticAction(value, log_prob)), got {type(action).__name__}"
+    )
 
 
 class TransitionCollector(_Collector[ActionT]):
@@ -253,39 +426,88 @@ class TransitionCollector(_Collector[ActionT]):
     transitions) are dropped, hence the ``≤``.
     """
 
-    @_without_gc
     def collect(self, n_steps: int) -> Transitions[ActionT]:
         """Run ``n_steps`` steps of every copy; returns the valid transitions (time-major)."""
+        if n_steps == 1 and type(n_steps) is int:
+            return self._collect_one()
         _check_count("n_steps", n_steps)
-        observations, actions, steps = self._run(n_steps)
-        if n_steps == 1:  # the usual off-policy pattern: keep it lean
-            step = steps[0]
-            data: Transitions[ActionT] = Transitions._trusted(
-                observations[0], actions[0], step.reward, step.next_obs, step.terminated
-            )
-            # [B] flags: the statistics take them as one time step ([1, B]) when read
-            reward, terminated = step.reward, step.terminated
-            truncated, autoreset = step.truncated, step.autoreset
-        else:
-            stacked = EnvStep.stack(steps)
-            data = Transitions._trusted(
-                _stack(observations),
-                _stack(actions),
-                stacked.reward,
-                stacked.next_obs,
-                stacked.terminated,
-            ).flatten_leading(2)
-            reward, terminated = stacked.reward, stacked.terminated
-            truncated, autoreset = stacked.truncated, stacked.autoreset
-        valid: Tensor | None = None
-        if not self.env.same_step_reset and bool(autoreset.any()):
+        return self._collect_many(n_steps)
+
+    @_without_gc
+    def _collect_many(self, n_steps: int) -> Transitions[ActionT]:
+        env = self.env
+        recording = self._run(n_steps)
+        n = recording.length
+        reward, terminated = recording.reward[:n], recording.terminated[:n]
+        autoreset = recording.autoreset(env)
+        valid = keep = None
+        if autoreset is not None and autoreset.any():
             valid = ~autoreset
-            keep = valid.flatten().nonzero().squeeze(1)  # one index for every field
-            data = data[keep]
-            self.steps += keep.numel()
+            keep = np.flatnonzero(valid)  # the flat [T*B] rows to keep, for every field
+        self.steps += n * env.num_envs if keep is None else len(keep)
+        self._stats.push(reward, terminated, recording.truncated[:n], valid)
+        # [T, B] -> [T*B] rows straight from the numpy recording: one op per field
+        convert = env._convert
+        device = None if convert.on_cpu else env.device
+        action = _cat(recording.actions)
+        if keep is not None:
+            action = _index_rows(action, torch.from_numpy(keep).to(env.device))
+        # the successors: a fresh copy, or (dropping rows copies anyway) the recording itself
+        next_obs, shift = (
+            (recording.next_obs(), 0) if recording.finals or keep is None else (recording.obs, 1)
+        )
+        return Transitions._trusted(
+            convert(_tree_map(lambda a: _flat_rows(a, n, keep), recording.obs)),
+            action,
+            _tensor(_flat_rows(reward, n, keep), np.float32, device),
+            convert(_tree_map(lambda a: _flat_rows(a, n, keep, shift), next_obs)),
+            _tensor(_flat_rows(terminated, n, keep), np.bool_, device),
+        )
+
+    def _collect_one(self) -> Transitions[ActionT]:
+        """``collect(1)``, the usual off-policy pattern, kept lean: no recording arrays,
+        no pause of the garbage collector (there is nothing to pile up)."""
+        env = self.env
+        obs = self._obs if self._obs is not None else self._reset()
+        obs_np = self._obs_np
+        device = self._actor_device()
+        reset_rows = env._reset_pending()  # next-step mode: this step resets these copies
+        grad_was_enabled = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)  # torch.no_grad() without building a context
+        try:
+            action = self.actor(obs if device is None else obs.to(device))
+        finally:
+            torch._C._set_grad_enabled(grad_was_enabled)
+        if not isinstance(action, Action):
+            _not_an_action(action)
+        next_np, reward_np, terminated_np, truncated_np, final = env._step_arrays(action)
+        convert = env._convert
+        self._obs, self._obs_np = convert(next_np), next_np
+        device = None if convert.on_cpu else env.device
+        valid = None
+        if reset_rows is not None and reset_rows.any():
+            # drop the reset rows (next-step mode, so no final observations to put back)
+            valid = ~reset_rows
+            keep = np.flatnonzero(valid)
+            data: Transitions[ActionT] = Transitions._trusted(
+                convert(_tree_map(lambda a: a[keep], obs_np)),
+                _index_rows(action, torch.from_numpy(keep).to(env.device)),
+                _tensor(reward_np[keep], np.float32, device),
+                convert(_tree_map(lambda a: a[keep], next_np)),
+                _tensor(terminated_np[keep], np.bool_, device),
+            )
+            self.steps += len(keep)
         else:
-            self.steps += reward.numel()
-        self._record_stats(reward, terminated, truncated, valid)
+            next_obs = self._obs if final is None else convert(_with_final_rows(next_np, final))
+            data = Transitions._trusted(
+                obs,
+                action,
+                _tensor(reward_np, np.float32, device),
+                next_obs,
+                _tensor(terminated_np, np.bool_, device),
+            )
+            self.steps += env.num_envs
+        self._stats.push(reward_np, terminated_np, truncated_np, valid)
         return data
 
 
@@ -310,18 +532,10 @@ class RolloutCollector(_Collector[ActionT]):
     def collect(self, n_steps: int) -> Rollout[ActionT]:
         """Run ``n_steps`` steps of every copy; returns a ``[n_steps, B]`` rollout."""
         _check_count("n_steps", n_steps)
-        observations, actions, steps = self._run(n_steps)
-        stacked = EnvStep.stack(steps)
-        rollout = Rollout(
-            _stack(observations),
-            _stack(actions),
-            stacked.reward,
-            stacked.next_obs,
-            stacked.terminated,
-            stacked.truncated,
-        )
+        recording = self._run(n_steps)
+        rollout: Rollout[ActionT] = Rollout._trusted(*recording.tensors(self.env))
         self.steps += n_steps * self.env.num_envs
-        self._record_stats(stacked.reward, stacked.terminated, stacked.truncated, None)
+        self._stats.push(recording.reward, recording.terminated, recording.truncated)
         return rollout
 
 
@@ -351,51 +565,47 @@ class EpisodeCollector(_Collector[ActionT]):
         _check_count("n_episodes", n_episodes)
         B = self.env.num_envs
         quota = math.ceil(n_episodes / B)
-        self._obs = None  # reset: episodes from the current actor only
-        self._pending.clear()
-        self._carry_return.zero_()
-        self._carry_length.zero_()
-        self._obs = self.env.reset()
-        finished = torch.zeros(B, dtype=torch.long, device=self.env.device)
-        observations: list[Observation] = []
-        actions: list[ActionT] = []
-        steps: list[EnvStep] = []
+        self._stats.clear()
+        self._reset()  # episodes from the current actor only
+        finished = np.zeros(B, dtype=np.int64)
         # step in chunks of 8 and count the finished episodes after each chunk: a few steps
         # past the quota cost less than a check at every step
-        while not bool((finished >= quota).all()):
-            if len(steps) >= self.max_steps:
+        recording = self._run(min(8, self.max_steps))
+        counted_until = 0
+        while True:
+            chunk = slice(counted_until, recording.length)
+            finished += (recording.terminated[chunk] | recording.truncated[chunk]).sum(0)
+            counted_until = recording.length
+            if (finished >= quota).all():
+                break
+            if recording.length >= self.max_steps:
                 raise RuntimeError(
-                    f"EpisodeCollector: after {len(steps)} steps per copy, only "
+                    f"EpisodeCollector: after {recording.length} steps per copy, only "
                     f"{int((finished >= quota).sum())} of {B} copies finished their "
                     f"{quota} episode(s); does {self.env.env_name!r} ever end? Add a time "
                     f"limit (gymnasium.wrappers.TimeLimit) or raise max_steps"
                 )
-            chunk_obs, chunk_actions, chunk_steps = self._run(min(8, self.max_steps - len(steps)))
-            observations += chunk_obs
-            actions += chunk_actions
-            steps += chunk_steps
-            for step in chunk_steps:
-                finished += step.done
+            recording = self._run(min(8, self.max_steps - recording.length), recording)
         self._obs = None  # the next call resets anyway
-        stacked = EnvStep.stack(steps)
-        all_obs = _stack(observations)
-        all_actions = _stack(actions)
-        valid = ~stacked.autoreset
-        done = stacked.done & valid
+        n = recording.length
+        terminated, truncated = recording.terminated[:n], recording.truncated[:n]
+        autoreset = recording.autoreset(self.env)
+        valid = np.ones_like(terminated) if autoreset is None else ~autoreset
+        done = (terminated | truncated) & valid
         # keep the steps of each copy's first `quota` episodes
-        episode_index = done.long().cumsum(0) - done.long()  # episode number of each step
+        episode_index = done.cumsum(0) - done  # episode number of each step
         keep = valid & (episode_index < quota)
         self.steps += int(keep.sum())
-        self._record_stats(
-            stacked.reward, stacked.terminated & keep, stacked.truncated & keep, keep
-        )
+        self._stats.push(recording.reward[:n], terminated & keep, truncated & keep, keep)
         # split every copy's kept steps into its episodes, all copies at once: rows are
         # taken in copy-then-time order, where each copy's `quota` episodes are contiguous
-        keep_bt = keep.t()
-        done_bt = (done & keep).t()  # [B, T]: the ends of the kept episodes
-        ends = keep_bt.long().cumsum(1)[done_bt].reshape(B, quota)  # kept rows so far
-        lengths = torch.diff(ends, dim=1, prepend=torch.zeros_like(ends[:, :1])).flatten()
-        sizes = lengths.tolist()
+        ends_np = done & keep
+        lengths = np.diff(keep.T.cumsum(1)[ends_np.T].reshape(B, quota), axis=1, prepend=0)
+        sizes = lengths.ravel().tolist()
+        device = self.env.device
+        keep_bt = torch.from_numpy(np.ascontiguousarray(keep.T)).to(device)
+        done_bt = torch.from_numpy(np.ascontiguousarray(ends_np.T)).to(device)  # [B, T]
+        stacked = recording.tensors(self.env)
 
         def rows(data: Any, mask: Tensor) -> Any:
             """``[T, B, ...]`` -> the rows of ``mask`` ``[B, T]``, copy by copy."""
@@ -403,18 +613,18 @@ class EpisodeCollector(_Collector[ActionT]):
                 return data.transpose(0, 1)[mask]
             return data._apply_batched(lambda t: t.transpose(0, 1)[mask])
 
-        obs_parts = _split(rows(all_obs, keep_bt), sizes)
-        action_parts = _split(rows(all_actions, keep_bt), sizes)
+        obs_parts = _split(rows(stacked.obs, keep_bt), sizes)
+        action_parts = _split(rows(stacked.action, keep_bt), sizes)
         reward_parts = rows(stacked.reward, keep_bt).split(sizes)
         final_obs = rows(stacked.next_obs, done_bt)
-        terminated = rows(stacked.terminated, done_bt).tolist()
+        final_terminated = terminated.T[ends_np.T].tolist()
         return [
             Episode._trusted(
                 obs_parts[i],
                 action_parts[i],
                 reward_parts[i],
                 _item(final_obs, i),
-                terminated[i],
+                final_terminated[i],
             )
             for i in range(B * quota)
         ]

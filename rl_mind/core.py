@@ -85,6 +85,7 @@ class TensorStruct:
 
     # Per-class cache of (name, is_batched) pairs, filled on first use.
     _field_cache: ClassVar[dict[type, tuple[tuple[str, bool], ...]]] = {}
+    _name_cache: ClassVar[dict[type, tuple[str, ...]]] = {}
 
     @classmethod
     def _fields(cls) -> tuple[tuple[str, bool], ...]:
@@ -139,9 +140,17 @@ class TensorStruct:
         For the package's hot paths (one call per environment step) whose inputs are
         consistent by construction; user code goes through the checked constructor.
         """
+        names = TensorStruct._name_cache.get(cls)
+        if names is None:
+            names = TensorStruct._name_cache[cls] = tuple(name for name, _ in cls._fields())
+        if len(values) != len(names):
+            raise TypeError(f"{cls.__name__} takes {len(names)} fields, got {len(values)}")
         struct = object.__new__(cls)
-        for (name, _batched), value in zip(cls._fields(), values, strict=True):
-            object.__setattr__(struct, name, value)
+        try:
+            struct.__dict__.update(zip(names, values))  # frozen: bypass __setattr__
+        except AttributeError:  # a subclass with __slots__
+            for name, value in zip(names, values):
+                object.__setattr__(struct, name, value)
         return struct
 
     def _replace_fields(self, fn: Callable[[str, bool, Any], Any]) -> Self:
@@ -282,7 +291,7 @@ class TensorStruct:
     ) -> Self:
         cls._check_items(items, op)
         struct_type = type(items[0])
-        values: dict[str, Any] = {}
+        values: list[Any] = []
         for name, batched in struct_type._fields():
             column = [getattr(item, name) for item in items]
             first = column[0]
@@ -294,27 +303,28 @@ class TensorStruct:
                             f"{struct_type.__name__}.{op}: unbatched field {name!r} differs "
                             f"between item 0 and item {i}"
                         )
-                values[name] = first
+                values.append(first)
             elif isinstance(first, Tensor):
-                for i, other in enumerate(column):
-                    if not isinstance(other, Tensor):
-                        raise TypeError(
-                            f"{struct_type.__name__}.{op}: field {name!r} of item {i} is a "
-                            f"{type(other).__name__}, expected a tensor"
-                        )
                 try:
-                    values[name] = combine(column)
-                except RuntimeError as error:
+                    values.append(combine(column))
+                except (RuntimeError, TypeError) as error:
+                    for i, other in enumerate(column):
+                        if not isinstance(other, Tensor):
+                            raise TypeError(
+                                f"{struct_type.__name__}.{op}: field {name!r} of item {i} is "
+                                f"a {type(other).__name__}, expected a tensor"
+                            ) from None
                     shapes = [list(t.shape) for t in column]
                     raise ValueError(
                         f"{struct_type.__name__}.{op}: field {name!r} has incompatible "
                         f"shapes {shapes}: {error}"
                     ) from None
             elif isinstance(first, TensorStruct):
-                values[name] = type(first)._combine(column, op, combine)
+                values.append(type(first)._combine(column, op, combine))
             else:
-                values[name] = first
-        return struct_type(**values)
+                values.append(first)
+        # every item passed the constructor's check, so the combined fields agree
+        return struct_type._trusted(*values)
 
     @classmethod
     def cat(cls, items: Sequence[Self]) -> Self:

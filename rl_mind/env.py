@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -126,28 +126,52 @@ class _Converter:
             tensor = tensor.to(self.device)
         return tensor
 
-    def rows(self, items: Sequence[Any]) -> Observation:
-        """Convert a list of single-copy observations (gymnasium's ``final_obs`` entries)."""
-        if isinstance(self.space, spaces.Dict):
-            return self.struct(
-                **{
-                    key: conv.rows([item[key] for item in items])
-                    for key, conv in self.children.items()
-                }
-            )
-        return self(np.stack([np.asarray(item) for item in items]))
+
+def _tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
+    """``fn`` applied leaf by leaf to numpy observations (arrays, or dicts of them for
+    ``Dict`` spaces; ``rest`` have the same structure)."""
+    if isinstance(tree, Mapping):
+        return {key: _tree_map(fn, tree[key], *(r[key] for r in rest)) for key in tree}
+    return fn(tree, *rest)
 
 
-def _replace_rows(batch: Observation, mask: Tensor, rows: Observation) -> Observation:
-    """A copy of ``batch`` whose rows ``mask`` are ``rows`` (in order)."""
-    if isinstance(batch, Tensor):
-        out = batch.clone()
-        out[mask] = rows.to(batch.dtype) if isinstance(rows, Tensor) else rows  # type: ignore[assignment]
-        return out
-    out_struct = batch.clone()
-    index = mask.nonzero().squeeze(1)
-    out_struct.set_(index, rows)  # type: ignore[arg-type]
-    return out_struct
+def _stack_rows(items: Sequence[Any]) -> Any:
+    """Single-copy observations (gymnasium's ``final_obs`` entries) -> one batch."""
+    first = items[0]
+    if isinstance(first, Mapping):
+        return {key: _stack_rows([item[key] for item in items]) for key in first}
+    return np.stack([np.asarray(item) for item in items])
+
+
+def _final_rows(info: dict[str, Any], done: np.ndarray) -> tuple[np.ndarray, Any] | None:
+    """Same-step mode: ``(mask, rows)``, the final observations of the copies that just
+    ended (``rows`` in copy order, numpy), or None when no copy ended."""
+    mask = np.asarray(info.get("_final_obs", done), dtype=bool)
+    if not mask.any():
+        return None
+    final = info["final_obs"]
+    if isinstance(final, Mapping):  # Dict space, natively vectorized
+        return mask, _tree_map(lambda array: np.asarray(array)[mask], final)
+    if isinstance(final, np.ndarray) and final.dtype != object:  # natively vectorized
+        return mask, final[mask]
+    return mask, _stack_rows(list(final[mask]))  # sync/async: one entry per copy
+
+
+def _put_rows(batch: Any, index: Any, mask: np.ndarray, rows: Any) -> None:
+    """``batch[index][mask] = rows``, leaf by leaf (numpy, in place)."""
+
+    def put(array: np.ndarray, values: np.ndarray) -> None:
+        array[index][mask] = values
+
+    _tree_map(put, batch, rows)
+
+
+def _with_final_rows(obs: Any, final: tuple[np.ndarray, Any]) -> Any:
+    """A copy of the numpy observations ``obs`` whose rows ``final[0]`` are replaced by the
+    final observations ``final[1]`` (same-step mode: the true successors)."""
+    out = _tree_map(np.array, obs)
+    _put_rows(out, slice(None), *final)
+    return out
 
 
 def _tensor(array: Any, dtype: type, device: torch.device | None) -> Tensor:
@@ -157,6 +181,15 @@ def _tensor(array: Any, dtype: type, device: torch.device | None) -> Tensor:
         array = np.asarray(array).astype(dtype)
     tensor = torch.from_numpy(array)
     return tensor if device is None else tensor.to(device)
+
+
+# the unsigned integer dtype of each integer size (for the one-reduction range check)
+_UNSIGNED: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.uint8),
+    2: np.dtype(np.uint16),
+    4: np.dtype(np.uint32),
+    8: np.dtype(np.uint64),
+}
 
 
 def _accepts_kwarg(creator: Any, name: str) -> bool:
@@ -235,9 +268,10 @@ class VecEnv:
             raise TypeError(
                 f"VecEnv supports Discrete and Box action spaces, got {self._action_space}"
             )
-        # next-step mode: copies whose next step is an auto-reset (their last step ended)
         self._no_reset = torch.zeros(num_envs, dtype=torch.bool, device=self._device)
-        self._pending_reset = self._no_reset
+        # (terminated, truncated) of the last step, None after a reset: in next-step mode,
+        # the copies that ended there are auto-reset by the next step
+        self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
         self._needs_reset = True
         self._closed = False
         if seed is not None:
@@ -386,13 +420,17 @@ class VecEnv:
         ``seed`` (or, at the first reset, the constructor's seed) seeds copy ``i`` with
         ``seed + i`` (a natively vectorized environment: its own generator from ``seed``).
         """
+        return self._convert(self._reset_arrays(seed))
+
+    def _reset_arrays(self, seed: int | None = None) -> Any:
+        """``reset`` in gymnasium's numpy arrays (what the collectors record)."""
         self._check_open()
         if seed is None and self._needs_reset:
             seed = self._seed
         obs, _info = self._gym_env.reset(seed=seed)
-        self._pending_reset = self._no_reset
+        self._last_flags = None
         self._needs_reset = False
-        return self._convert(obs)
+        return obs
 
     def _check_open(self) -> None:
         if self._closed:
@@ -441,12 +479,13 @@ class VecEnv:
                 f"use actions.long() if the values are whole numbers"
             )
         low, high = self._action_low, self._action_high
-        # (a Python min/max over a short list is cheaper than two numpy reductions)
-        if B <= 64:
+        if B <= 16:  # a Python min/max over a short list is cheaper than numpy reductions
             values = array.tolist()
             out_of_range = min(values) < low or max(values) >= high
-        else:
-            out_of_range = bool(array.min() < low or array.max() >= high)
+        else:  # one reduction: seen as unsigned, a value below `low` is huge
+            shifted = array if low == 0 else array.astype(np.int64) - low
+            unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
+            out_of_range = bool(unsigned.max() >= high - low)
         if out_of_range:
             raise ValueError(
                 f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
@@ -458,50 +497,48 @@ class VecEnv:
 
         Bad actions raise a ``ValueError`` before anything reaches gymnasium.
         """
+        pending = self._reset_pending()
+        obs_np, reward_np, terminated_np, truncated_np, final = self._step_arrays(actions)
+        obs = self._convert(obs_np)
+        device = None if self._convert.on_cpu else self._device
+        next_obs = obs
+        if final is not None:  # same-step mode: the true successors of the ended copies
+            next_obs = self._convert(_with_final_rows(obs_np, final))
+        autoreset = self._no_reset if pending is None else _tensor(pending, np.bool_, device)
+        return EnvStep._trusted(
+            obs,
+            next_obs,
+            _tensor(reward_np, np.float32, device),
+            _tensor(terminated_np, np.bool_, device),
+            _tensor(truncated_np, np.bool_, device),
+            autoreset,
+        )
+
+    def _reset_pending(self) -> np.ndarray | None:
+        """Next-step mode: ``[B]`` bool, the copies whose next step is an auto-reset (they
+        ended at the last step); None when there are none to know of."""
+        flags = self._last_flags
+        if flags is None or self._same_step_reset:
+            return None
+        return flags[0] | flags[1]
+
+    def _step_arrays(
+        self, actions: Tensor | Action
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, Any] | None]:
+        """``step`` in gymnasium's numpy arrays (what the collectors record, converting
+        once per ``collect``): ``(obs, reward, terminated, truncated, final)``, where
+        ``final`` is None or, in same-step mode, ``(mask, rows)``: the final observations
+        of the copies that just ended."""
         if self._closed or self._needs_reset:
             self._check_open()
             raise RuntimeError("call reset() before step()")
         array = self._to_numpy_actions(actions)
-        obs_np, reward_np, terminated_np, truncated_np, info = self._gym_env.step(array)
-        obs = self._convert(obs_np)
-        device = None if self._convert.on_cpu else self._device
-        reward = _tensor(reward_np, np.float32, device)
-        terminated = _tensor(terminated_np, np.bool_, device)
-        truncated = _tensor(truncated_np, np.bool_, device)
-        if self._same_step_reset:
-            autoreset = self._no_reset
-            next_obs = obs
-            if "_final_obs" in info or "final_obs" in info:
-                next_obs = self._with_final_obs(obs, obs_np, info, terminated_np | truncated_np)
-        else:
-            next_obs = obs
-            # the copies that ended at the previous step were reset by this one
-            autoreset = self._pending_reset
-            self._pending_reset = _tensor(terminated_np | truncated_np, np.bool_, device)
-        return EnvStep._trusted(obs, next_obs, reward, terminated, truncated, autoreset)
-
-    def _with_final_obs(
-        self, obs: Observation, obs_np: Any, info: dict[str, Any], done: np.ndarray
-    ) -> Observation:
-        """``obs`` with the rows of the copies that just ended replaced by their final obs."""
-        mask_np = np.asarray(info.get("_final_obs", done), dtype=bool)
-        if not mask_np.any():
-            return obs
-        final = info["final_obs"]
-        if isinstance(final, np.ndarray) and final.dtype != object:
-            final_rows = final[mask_np]
-        elif isinstance(final, dict):  # Dict space, natively vectorized
-            rows = self._convert({key: value[mask_np] for key, value in final.items()})
-            return _replace_rows(obs, torch.from_numpy(mask_np).to(self._device), rows)
-        elif self._convert.is_dict:
-            rows = self._convert.rows(list(final[mask_np]))
-            return _replace_rows(obs, torch.from_numpy(mask_np).to(self._device), rows)
-        else:
-            final_rows = np.stack(list(final[mask_np]))
-        # plain arrays: replace the rows in numpy, then convert once (cheaper than torch)
-        next_np = np.array(obs_np)
-        next_np[mask_np] = final_rows
-        return self._convert(next_np)
+        obs, reward, terminated, truncated, info = self._gym_env.step(array)
+        self._last_flags = (terminated, truncated)
+        final = None
+        if self._same_step_reset and ("_final_obs" in info or "final_obs" in info):
+            final = _final_rows(info, terminated | truncated)
+        return obs, reward, terminated, truncated, final
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:

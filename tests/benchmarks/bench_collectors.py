@@ -88,14 +88,16 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
     rollouts = RolloutCollector(same_step, actor)
     episode_env = VecEnv("CartPole-v1", num_envs, seed=0)
     episodes = EpisodeCollector(episode_env, actor)
+    # count every env step the episode collector takes (copies past their quota included)
     env_steps = {"episodes": 0}
-    step = episode_env.step
+    gym_env = episode_env.gym_env
+    gym_step = gym_env.step
 
     def counting_step(actions):  # type: ignore[no-untyped-def]
         env_steps["episodes"] += num_envs
-        return step(actions)
+        return gym_step(actions)
 
-    episode_env.step = counting_step  # type: ignore[method-assign]
+    gym_env.step = counting_step  # type: ignore[method-assign]
 
     def transition_chunk() -> int:
         transitions.collect(chunk)

@@ -143,82 +143,59 @@ def _episode_stats(
 
 class _EpisodeStats:
     """The returns and lengths of the episodes that end during a ``collect``, computed only
-    when read: each call queues copies of its ``[T, B]`` rewards and flags (so that
-    ``collect(1)`` at every step stays cheap, and in-place changes to the returned data do
-    not change the statistics), and reading folds the queue into the running carries."""
+    when read: each call queues its rewards and flags (so that ``collect(1)`` at every step
+    stays cheap), and reading folds the queue into the running carries.
+
+    Queued arrays must not be shared with the data handed to the user, who may change that
+    in place."""
 
     def __init__(self, num_envs: int) -> None:
-        self._allocate(256, num_envs)
-        self.length = 0
-        self.last_start = 0  # where the last call's steps begin in the queue
+        self.num_envs = num_envs
+        # [B] or [T, B] numpy arrays of the calls not folded yet
+        self.reward: list[np.ndarray] = []
+        self.done: list[np.ndarray] = []
+        self.counted: list[np.ndarray | None] = []  # real steps, not reset rows (None: all)
+        self.last_size = 0  # the steps of the last call
         self.carry_return = torch.zeros(num_envs, dtype=torch.float64)
         self.carry_length = torch.zeros(num_envs, dtype=torch.long)
-        self.stale = False
         self.result: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
 
-    def push(
-        self,
-        reward: np.ndarray,
-        terminated: np.ndarray,
-        truncated: np.ndarray,
-        counted: np.ndarray | None = None,
-    ) -> None:
-        """Queue one call's steps: ``[T, B]`` arrays, or ``[B]`` for a single step
-        (``counted`` None: every step counts)."""
-        steps = 1 if reward.ndim == 1 else reward.shape[0]
-        capacity = self.reward.shape[0]
-        if self.length + steps > capacity:
-            self.fold()  # only the carries matter: the stats read next are this call's
-            if steps > capacity:
-                self._allocate(steps, reward.shape[-1])
-        i = self.last_start = self.length
-        self.length = i + steps
-        if steps == 1 and reward.ndim == 1:
-            self.reward[i] = reward
-            self.terminated[i] = terminated
-            self.truncated[i] = truncated
-            self.counted[i] = True if counted is None else counted
-        else:
-            self.reward[i : i + steps] = reward
-            self.terminated[i : i + steps] = terminated
-            self.truncated[i : i + steps] = truncated
-            self.counted[i : i + steps] = True if counted is None else counted
-        self.stale = True
+    def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
+        """Queue one call's ``[T, B]`` (or ``[B]``) rewards, ends and counted steps."""
+        self.reward.append(reward)
+        self.done.append(done)
+        self.counted.append(counted)
+        self.last_size = reward.size
+        if len(self.reward) >= 256:  # bound the memory of calls nobody asked stats for
+            self.read()
 
     def read(self) -> tuple[Tensor, Tensor]:
-        if self.stale:
-            self.result = self.fold()
-        return self.result
+        """The returns and lengths of the episodes that ended during the last call."""
+        if not self.reward:
+            return self.result
+        B = self.num_envs
 
-    def fold(self) -> tuple[Tensor, Tensor]:
-        """Fold the queue into the carries; the stats of the last call's episodes."""
-        n = self.length
-        self.stale = False
-        if n == 0:
-            return torch.zeros(0), torch.zeros(0, dtype=torch.long)
-        returns, lengths, end_time, self.carry_return, self.carry_length = _episode_stats(
-            torch.from_numpy(self.reward[:n]),
-            torch.from_numpy(self.terminated[:n] | self.truncated[:n]),
-            torch.from_numpy(self.counted[:n]),
-            self.carry_return,
-            self.carry_length,
+        def cat(arrays: list[np.ndarray]) -> Tensor:
+            return torch.from_numpy(np.concatenate([a.reshape(-1, B) for a in arrays]))
+
+        reward, done = cat(self.reward), cat(self.done)
+        counted = cat(
+            [np.ones_like(d) if c is None else c for d, c in zip(self.done, self.counted)]
         )
-        self.length = 0
-        in_last = end_time >= self.last_start
-        return returns[in_last], lengths[in_last]
-
-    def _allocate(self, capacity: int, num_envs: int) -> None:
-        self.reward = np.empty((capacity, num_envs), np.float32)
-        self.terminated = np.empty((capacity, num_envs), np.bool_)
-        self.truncated = np.empty((capacity, num_envs), np.bool_)
-        self.counted = np.empty((capacity, num_envs), np.bool_)  # real steps, not reset rows
+        self.reward, self.done, self.counted = [], [], []
+        returns, lengths, end_time, self.carry_return, self.carry_length = _episode_stats(
+            reward, done, counted, self.carry_return, self.carry_length
+        )
+        in_last = end_time >= reward.shape[0] - self.last_size // B
+        self.result = returns[in_last], lengths[in_last]
+        return self.result
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
-        self.length = self.last_start = 0
+        self.reward, self.done, self.counted = [], [], []
         self.carry_return.zero_()
         self.carry_length.zero_()
-        self.stale = True
+        self.result = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
 
 
 class _Recording:
@@ -262,16 +239,17 @@ class _Recording:
             grown(self.truncated),
         )
 
-    def autoreset(self, env: VecEnv) -> np.ndarray | None:
-        """Next-step mode: ``[T, B]`` the auto-reset rows (the copies that ended at the
-        previous step), which are not transitions; None in same-step mode."""
-        if env.same_step_reset:
+    def valid(self, env: VecEnv, done: np.ndarray) -> np.ndarray | None:
+        """Next-step mode: ``[T, B]`` bool, False on the auto-reset rows (which follow the
+        ends ``done``, and the end before the call) that are not transitions; None when
+        there are none."""
+        first = self.first_reset
+        if env.same_step_reset or not ((first is not None and first.any()) or done[:-1].any()):
             return None
-        n = self.length
-        autoreset = np.empty((n, env.num_envs), np.bool_)
-        autoreset[0] = False if self.first_reset is None else self.first_reset
-        np.logical_or(self.terminated[: n - 1], self.truncated[: n - 1], out=autoreset[1:])
-        return autoreset
+        valid = np.empty_like(done)
+        valid[0] = True if first is None else ~first
+        np.logical_not(done[:-1], out=valid[1:])
+        return valid
 
     def next_obs(self) -> Any:
         """``[T, B, ...]`` numpy, the true successors: the observations each step returned,
@@ -321,6 +299,11 @@ def _index_rows(data: Any, index: Tensor) -> Any:
     if isinstance(data, Tensor):
         return data.index_select(0, index)
     return data._apply_batched(lambda t: t.index_select(0, index))
+
+
+def _index_tensor(keep: np.ndarray, device: torch.device) -> Tensor:
+    index = torch.from_numpy(keep)
+    return index if device.type == "cpu" else index.to(device)
 
 
 def _put(buffer: Any, index: int, obs: Any) -> None:
@@ -439,19 +422,18 @@ class TransitionCollector(_Collector[ActionT]):
         recording = self._run(n_steps)
         n = recording.length
         reward, terminated = recording.reward[:n], recording.terminated[:n]
-        autoreset = recording.autoreset(env)
-        valid = keep = None
-        if autoreset is not None and autoreset.any():
-            valid = ~autoreset
-            keep = np.flatnonzero(valid)  # the flat [T*B] rows to keep, for every field
+        done = terminated | recording.truncated[:n]
+        valid = recording.valid(env, done)
+        keep = None if valid is None else np.flatnonzero(valid)  # flat [T*B] rows, every field
         self.steps += n * env.num_envs if keep is None else len(keep)
-        self._stats.push(reward, terminated, recording.truncated[:n], valid)
+        # (without dropped rows the returned rewards are a view of the recording: queue a copy)
+        self._stats.push(reward if keep is not None else reward.copy(), done, valid)
         # [T, B] -> [T*B] rows straight from the numpy recording: one op per field
         convert = env._convert
         device = None if convert.on_cpu else env.device
         action = _cat(recording.actions)
         if keep is not None:
-            action = _index_rows(action, torch.from_numpy(keep).to(env.device))
+            action = _index_rows(action, _index_tensor(keep, env.device))
         # the successors: a fresh copy, or (dropping rows copies anyway) the recording itself
         next_obs, shift = (
             (recording.next_obs(), 0) if recording.finals or keep is None else (recording.obs, 1)
@@ -491,7 +473,7 @@ class TransitionCollector(_Collector[ActionT]):
             keep = np.flatnonzero(valid)
             data: Transitions[ActionT] = Transitions._trusted(
                 convert(_tree_map(lambda a: a[keep], obs_np)),
-                _index_rows(action, torch.from_numpy(keep).to(env.device)),
+                _index_rows(action, _index_tensor(keep, env.device)),
                 _tensor(reward_np[keep], np.float32, device),
                 convert(_tree_map(lambda a: a[keep], next_np)),
                 _tensor(terminated_np[keep], np.bool_, device),
@@ -507,7 +489,9 @@ class TransitionCollector(_Collector[ActionT]):
                 _tensor(terminated_np, np.bool_, device),
             )
             self.steps += env.num_envs
-        self._stats.push(reward_np, terminated_np, truncated_np, valid)
+            if reward_np.dtype == np.float32:  # the returned rewards share its memory
+                reward_np = reward_np.copy()
+        self._stats.push(reward_np, env._ended(), valid)  # type: ignore[arg-type]
         return data
 
 
@@ -535,7 +519,7 @@ class RolloutCollector(_Collector[ActionT]):
         recording = self._run(n_steps)
         rollout: Rollout[ActionT] = Rollout._trusted(*recording.tensors(self.env))
         self.steps += n_steps * self.env.num_envs
-        self._stats.push(recording.reward, recording.terminated, recording.truncated)
+        self._stats.push(recording.reward.copy(), recording.terminated | recording.truncated, None)
         return rollout
 
 
@@ -589,14 +573,17 @@ class EpisodeCollector(_Collector[ActionT]):
         self._obs = None  # the next call resets anyway
         n = recording.length
         terminated, truncated = recording.terminated[:n], recording.truncated[:n]
-        autoreset = recording.autoreset(self.env)
-        valid = np.ones_like(terminated) if autoreset is None else ~autoreset
-        done = (terminated | truncated) & valid
+        ended = terminated | truncated
+        valid = recording.valid(self.env, ended)
+        done = ended if valid is None else ended & valid
         # keep the steps of each copy's first `quota` episodes
         episode_index = done.cumsum(0) - done  # episode number of each step
-        keep = valid & (episode_index < quota)
+        keep = episode_index < quota
+        if valid is not None:
+            keep &= valid
         self.steps += int(keep.sum())
-        self._stats.push(recording.reward[:n], terminated & keep, truncated & keep, keep)
+        # (the episodes' rewards are copies: the recording's can be queued as they are)
+        self._stats.push(recording.reward[:n], done & keep, keep)
         # split every copy's kept steps into its episodes, all copies at once: rows are
         # taken in copy-then-time order, where each copy's `quota` episodes are contiguous
         ends_np = done & keep

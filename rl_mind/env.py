@@ -272,6 +272,7 @@ class VecEnv:
         # (terminated, truncated) of the last step, None after a reset: in next-step mode,
         # the copies that ended there are auto-reset by the next step
         self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
+        self._last_done: np.ndarray | None = None  # their union, once asked for
         self._needs_reset = True
         self._closed = False
         if seed is not None:
@@ -428,7 +429,7 @@ class VecEnv:
         if seed is None and self._needs_reset:
             seed = self._seed
         obs, _info = self._gym_env.reset(seed=seed)
-        self._last_flags = None
+        self._last_flags, self._last_done = None, None
         self._needs_reset = False
         return obs
 
@@ -517,10 +518,14 @@ class VecEnv:
     def _reset_pending(self) -> np.ndarray | None:
         """Next-step mode: ``[B]`` bool, the copies whose next step is an auto-reset (they
         ended at the last step); None when there are none to know of."""
-        flags = self._last_flags
-        if flags is None or self._same_step_reset:
-            return None
-        return flags[0] | flags[1]
+        return None if self._same_step_reset else self._ended()
+
+    def _ended(self) -> np.ndarray | None:
+        """``[B]`` bool, the copies whose episode ended at the last step (None after a
+        reset); computed once per step."""
+        if self._last_done is None and self._last_flags is not None:
+            self._last_done = self._last_flags[0] | self._last_flags[1]
+        return self._last_done
 
     def _step_arrays(
         self, actions: Tensor | Action
@@ -534,7 +539,7 @@ class VecEnv:
             raise RuntimeError("call reset() before step()")
         array = self._to_numpy_actions(actions)
         obs, reward, terminated, truncated, info = self._gym_env.step(array)
-        self._last_flags = (terminated, truncated)
+        self._last_flags, self._last_done = (terminated, truncated), None
         final = None
         if self._same_step_reset and ("_final_obs" in info or "final_obs" in info):
             final = _final_rows(info, terminated | truncated)

@@ -375,3 +375,30 @@ def test_episode_statistics_after_hundreds_of_unread_collect_one_calls(same_step
             if i in (299, 598, 599):
                 assert stats(collector) == sorted(ended)
         assert ended or stats(collector) == []
+
+
+@pytest.mark.parametrize("n_steps", [1, 40])
+def test_changing_the_returned_rewards_in_place_leaves_the_statistics_alone(n_steps):
+    # CartPole's native vector env returns float32 rewards, which become tensors without a
+    # copy: the statistics must keep their own
+    def returns(scale: bool) -> list[float]:
+        with VecEnv("CartPole-v1", 4, seed=0) as env:
+            collector = TransitionCollector(env, ConstantActor())
+            ended: list[float] = []
+            for _ in range(80 // n_steps):
+                data = collector.collect(n_steps)
+                if scale:
+                    data.reward.mul_(100.0)
+                ended += collector.episode_returns.tolist()
+            return ended
+
+    assert returns(scale=True) == returns(scale=False) != []
+
+
+def test_changing_a_rollout_in_place_leaves_the_statistics_alone():
+    with VecEnv("CartPole-v1", 3, seed=0, same_step_reset=True) as env:
+        collector = RolloutCollector(env, ConstantActor())
+        rollout = collector.collect(30)
+        rollout.reward.mul_(-1.0)
+        rollout.terminated.zero_()
+        assert collector.episode_returns.tolist() and (collector.episode_returns > 0).all()

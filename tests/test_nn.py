@@ -43,9 +43,7 @@ def test_build_mlp_refuses_bad_sizes(sizes):
 
 
 def test_build_mlp_refuses_an_activation_that_is_not_a_module():
-    with pytest.raises(
-        TypeError, match=r"nn.Module class \(e.g. nn.ReLU\).*got <function"
-    ):
+    with pytest.raises(TypeError, match=r"nn.Module class \(e.g. nn.ReLU\).*got <function"):
         build_mlp([2, 3, 1], lambda: torch.relu)
 
 

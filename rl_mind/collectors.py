@@ -151,21 +151,27 @@ class _EpisodeStats:
 
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
-        # [B] or [T, B] numpy arrays of the calls not folded yet
+        # flat [T*B] numpy arrays of the calls not folded yet
         self.reward: list[np.ndarray] = []
         self.done: list[np.ndarray] = []
-        self.counted: list[np.ndarray | None] = []  # real steps, not reset rows (None: all)
-        self.last_size = 0  # the steps of the last call
+        self.counted: list[tuple[int, np.ndarray]] = []  # (offset, real steps) where not all
+        self.size = 0  # queued items
+        self.last_size = 0  # the items of the last call
         self.carry_return = torch.zeros(num_envs, dtype=torch.float64)
         self.carry_length = torch.zeros(num_envs, dtype=torch.long)
         self.result: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
 
     def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
-        """Queue one call's ``[T, B]`` (or ``[B]``) rewards, ends and counted steps."""
+        """Queue one call's ``[B]`` or ``[T, B]`` rewards, ends, and counted steps (real
+        steps, not reset rows; None: all)."""
+        if reward.ndim != 1:
+            reward, done = reward.reshape(-1), done.reshape(-1)
         self.reward.append(reward)
         self.done.append(done)
-        self.counted.append(counted)
+        if counted is not None:
+            self.counted.append((self.size, counted.reshape(-1)))
         self.last_size = reward.size
+        self.size += reward.size
         if len(self.reward) >= 256:  # bound the memory of calls nobody asked stats for
             self.read()
 
@@ -174,25 +180,24 @@ class _EpisodeStats:
         if not self.reward:
             return self.result
         B = self.num_envs
-
-        def cat(arrays: list[np.ndarray]) -> Tensor:
-            return torch.from_numpy(np.concatenate([a.reshape(-1, B) for a in arrays]))
-
-        reward, done = cat(self.reward), cat(self.done)
-        counted = cat(
-            [np.ones_like(d) if c is None else c for d, c in zip(self.done, self.counted)]
-        )
-        self.reward, self.done, self.counted = [], [], []
+        counted = np.ones(self.size, np.bool_)
+        for offset, part in self.counted:
+            counted[offset : offset + part.size] = part
         returns, lengths, end_time, self.carry_return, self.carry_length = _episode_stats(
-            reward, done, counted, self.carry_return, self.carry_length
+            torch.from_numpy(np.concatenate(self.reward).reshape(-1, B)),
+            torch.from_numpy(np.concatenate(self.done).reshape(-1, B)),
+            torch.from_numpy(counted.reshape(-1, B)),
+            self.carry_return,
+            self.carry_length,
         )
-        in_last = end_time >= reward.shape[0] - self.last_size // B
+        in_last = end_time >= (self.size - self.last_size) // B
+        self.reward, self.done, self.counted, self.size = [], [], [], 0
         self.result = returns[in_last], lengths[in_last]
         return self.result
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
-        self.reward, self.done, self.counted = [], [], []
+        self.reward, self.done, self.counted, self.size = [], [], [], 0
         self.carry_return.zero_()
         self.carry_length.zero_()
         self.result = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
@@ -244,7 +249,10 @@ class _Recording:
         ends ``done``, and the end before the call) that are not transitions; None when
         there are none."""
         first = self.first_reset
-        if env.same_step_reset or not ((first is not None and first.any()) or done[:-1].any()):
+        # (np.count_nonzero is cheaper than .any(), which runs through Python)
+        if env.same_step_reset or not (
+            (first is not None and np.count_nonzero(first)) or np.count_nonzero(done[:-1])
+        ):
             return None
         valid = np.empty_like(done)
         valid[0] = True if first is None else ~first
@@ -467,7 +475,7 @@ class TransitionCollector(_Collector[ActionT]):
         self._obs, self._obs_np = convert(next_np), next_np
         device = None if convert.on_cpu else env.device
         valid = None
-        if reset_rows is not None and reset_rows.any():
+        if reset_rows is not None and np.count_nonzero(reset_rows):
             # drop the reset rows (next-step mode, so no final observations to put back)
             valid = ~reset_rows
             keep = np.flatnonzero(valid)

@@ -140,14 +140,14 @@ def _stack_rows(items: Sequence[Any]) -> Any:
     first = items[0]
     if isinstance(first, Mapping):
         return {key: _stack_rows([item[key] for item in items]) for key in first}
-    return np.stack([np.asarray(item) for item in items])
+    return np.array([np.asarray(item) for item in items])  # (np.stack is slower)
 
 
 def _final_rows(info: dict[str, Any], done: np.ndarray) -> tuple[np.ndarray, Any] | None:
     """Same-step mode: ``(mask, rows)``, the final observations of the copies that just
     ended (``rows`` in copy order, numpy), or None when no copy ended."""
     mask = np.asarray(info.get("_final_obs", done), dtype=bool)
-    if not mask.any():
+    if not np.count_nonzero(mask):  # (cheaper than mask.any(), which runs through Python)
         return None
     final = info["final_obs"]
     if isinstance(final, Mapping):  # Dict space, natively vectorized
@@ -183,6 +183,7 @@ def _tensor(array: Any, dtype: type, device: torch.device | None) -> Tensor:
     return tensor if device is None else tensor.to(device)
 
 
+_INT64 = np.dtype(np.int64)
 # the unsigned integer dtype of each integer size (for the one-reduction range check)
 _UNSIGNED: dict[int, np.dtype[Any]] = {
     1: np.dtype(np.uint8),
@@ -486,12 +487,12 @@ class VecEnv:
         else:  # one reduction: seen as unsigned, a value below `low` is huge
             shifted = array if low == 0 else array.astype(np.int64) - low
             unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
-            out_of_range = bool(unsigned.max() >= high - low)
+            out_of_range = bool(np.maximum.reduce(unsigned) >= high - low)  # (.max() is slower)
         if out_of_range:
             raise ValueError(
                 f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
             )
-        return array.astype(np.int64, copy=False)
+        return array if array.dtype is _INT64 else array.astype(np.int64)
 
     def step(self, actions: Tensor | Action) -> EnvStep:
         """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float).

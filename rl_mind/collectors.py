@@ -19,8 +19,9 @@ returns and lengths of the episodes that *ended* during the last ``collect`` in
 ``.episode_returns`` / ``.episode_lengths`` (for training-progress logs).
 
 What the reader must not get wrong: the per-step loop only calls the actor and the
-environment and keeps references; all bookkeeping (dropping reset rows, episode returns,
-splitting episodes) is done once per ``collect`` with tensor operations.
+environment and copies gymnasium's numpy arrays into preallocated ones; the conversion to
+tensors and all bookkeeping (dropping reset rows, episode returns, splitting episodes) are
+done once per ``collect`` with array operations.
 """
 
 from __future__ import annotations

@@ -481,7 +481,8 @@ class VecEnv:
                 f"use actions.long() if the values are whole numbers"
             )
         low, high = self._action_low, self._action_high
-        if B <= 16:  # a Python min/max over a short list is cheaper than numpy reductions
+        if B <= 128:  # a Python min/max over a list beats a numpy reduction between two
+            # actor calls (measured: 9 against 16 µs at B = 64, cold caches included)
             values = array.tolist()
             out_of_range = min(values) < low or max(values) >= high
         else:  # one reduction: seen as unsigned, a value below `low` is huge

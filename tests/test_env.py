@@ -265,6 +265,25 @@ def test_bad_discrete_actions_are_refused_and_the_episode_continues():
         assert torch.equal(decode(step.next_obs)[:, 1], decode(obs)[:, 1])
 
 
+@pytest.mark.parametrize("num_envs", [2, 200])  # a short list, and one numpy reduction
+@pytest.mark.parametrize("start", [0, -1])
+def test_the_discrete_range_check_at_every_size_start_and_integer_dtype(num_envs, start):
+    with counter(num_envs, action_start=start) as env:
+        assert env.action_space == spaces.Discrete(3, start=start)
+        env.reset()
+        for dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
+            low = max(start, 0) if dtype == torch.uint8 else start
+            for value in range(low, start + 3):
+                env.step(torch.full((num_envs,), value, dtype=dtype))
+            for value in (start - 1, start + 3):
+                if dtype == torch.uint8 and value < 0:
+                    continue
+                actions = torch.full((num_envs,), start, dtype=dtype)
+                actions[num_envs // 2] = value
+                with pytest.raises(ValueError, match=rf"must lie in \[{start}, {start + 2}\]"):
+                    env.step(actions)
+
+
 def test_bad_continuous_actions_are_refused_and_the_episode_continues():
     with counter(2, action_kind="box") as env:
         obs = env.reset()

@@ -40,7 +40,13 @@ class CounterEnv(gym.Env[Any, Any]):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, obs_kind: str = "box", action_kind: str = "discrete", max_len: int = 6):
+    def __init__(
+        self,
+        obs_kind: str = "box",
+        action_kind: str = "discrete",
+        max_len: int = 6,
+        action_start: int = 0,
+    ):
         self.obs_kind = obs_kind
         self.max_len = max_len
         if obs_kind == "box":
@@ -58,7 +64,7 @@ class CounterEnv(gym.Env[Any, Any]):
         else:
             raise ValueError(obs_kind)
         if action_kind == "discrete":
-            self.action_space = spaces.Discrete(N_ACTIONS)
+            self.action_space = spaces.Discrete(N_ACTIONS, start=action_start)
         else:
             self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.tag = 0

@@ -612,30 +612,23 @@ class EpisodeCollector(_Collector[ActionT]):
         obs_parts = _split(rows(stacked.obs, keep_bt), sizes)
         action_parts = _split(rows(stacked.action, keep_bt), sizes)
         reward_parts = rows(stacked.reward, keep_bt).split(sizes)
-        final_obs = rows(stacked.next_obs, done_bt)
-        final_terminated = terminated.T[ends_np.T].tolist()
-        return [
-            Episode._trusted(
-                obs_parts[i],
-                action_parts[i],
-                reward_parts[i],
-                _item(final_obs, i),
-                final_terminated[i],
-            )
-            for i in range(B * quota)
-        ]
+        final_obs = _unbind(rows(stacked.next_obs, done_bt))
+        ended_by_termination = terminated.T[ends_np.T].tolist()
+        parts = zip(obs_parts, action_parts, reward_parts, final_obs, ended_by_termination)
+        return [Episode._trusted(*episode) for episode in parts]
 
 
 def _split(data: Any, sizes: list[int]) -> list[Any]:
     """Split a ``[N, ...]`` tensor or struct into consecutive pieces of ``sizes`` rows."""
     if isinstance(data, Tensor):
         return list(data.split(sizes))
-    leaves = [list(tensor.split(sizes)) for tensor in data.tensors()]
-    return [_rebuild(data, iter([leaf[i] for leaf in leaves])) for i in range(len(sizes))]
+    leaves = [tensor.split(sizes) for tensor in data.tensors()]
+    return [_rebuild(data, iter(parts)) for parts in zip(*leaves)]
 
 
-def _item(data: Any, i: int) -> Any:
-    """Row ``i`` of a ``[N, ...]`` tensor or struct, without the leading dimension."""
+def _unbind(data: Any) -> list[Any]:
+    """The rows of a ``[N, ...]`` tensor or struct, without the leading dimension."""
     if isinstance(data, Tensor):
-        return data[i]
-    return _rebuild(data, iter([tensor[i] for tensor in data.tensors()]))
+        return list(data.unbind(0))
+    leaves = [tensor.unbind(0) for tensor in data.tensors()]
+    return [_rebuild(data, iter(row)) for row in zip(*leaves)]

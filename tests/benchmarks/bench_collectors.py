@@ -1,6 +1,6 @@
 """Collector and replay-buffer throughput against hand-written baselines, in one run.
 
-Run: ``python tests/benchmarks/bench_collectors.py [--rounds 7] [--seconds 0.5]``
+Run: ``python tests/benchmarks/bench_collectors.py [--rounds 7] [--seconds 0.5] [--slices 5]``
 
 Collectors (CartPole-v1, ``num_envs`` 1, 8, 64, the same 2×64 tanh actor that samples an
 action and its log-probability, torch at 1 thread): env steps/s of a hand-written loop over
@@ -10,13 +10,17 @@ transitions): ``add`` of 1 and of 256 transitions and ``sample(256)`` against a 
 preallocated tensor ring, and a numpy ring (the kind of buffer Stable-Baselines3 uses) for
 the single-transition ``add``.
 
-The machine is shared and noisy: contestants are timed in interleaved rounds and the
-report gives the median of the per-round ratios.
+The machine is shared and noisy: contestants are timed in interleaved rounds, each round
+cut into short turns taken in a new random order (so that all contestants see the same
+moments of the machine and none always runs right after the baseline), and the report
+gives the median of the per-round ratios. A control contestant, a second copy
+of the baseline loop, shows what ratio "as fast as the baseline" measures as.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -51,13 +55,14 @@ class MLPActor(Actor[StochasticAction]):
         return StochasticAction(action, dist.log_prob(action))
 
 
-def steps_per_second(run: Callable[[], int], seconds: float) -> float:
-    """Call ``run`` (which returns env steps done) until ``seconds`` have passed."""
+def timed_steps(run: Callable[[], int], seconds: float) -> tuple[int, float]:
+    """Call ``run`` (which returns env steps done) until ``seconds`` have passed; returns
+    the steps and the seconds taken."""
     steps = 0
     start = time.perf_counter()
     while (elapsed := time.perf_counter() - start) < seconds:
         steps += run()
-    return steps / elapsed
+    return steps, elapsed
 
 
 def baseline_loop(num_envs: int, same_step: bool, actor: MLPActor, chunk: int) -> Callable[[], int]:
@@ -128,29 +133,39 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
     }
 
 
-def bench_collectors(rounds: int, seconds: float) -> None:
+def bench_collectors(rounds: int, seconds: float, slices: int) -> None:
     actor = MLPActor()
+    rng = random.Random(0)
     print("== collectors: CartPole-v1, env steps/s (median over rounds), ratio to baseline")
     for num_envs in (1, 8, 64):
         chunk = max(8, 512 // num_envs)
         base_next = baseline_loop(num_envs, False, actor, chunk)
         base_same = baseline_loop(num_envs, True, actor, chunk)
         runs = collector_runs(num_envs, actor, chunk)
+        runs["control: baseline loop again"] = baseline_loop(num_envs, False, actor, chunk)
         baseline_of = {
             "TransitionCollector.collect(n)": "next",
             "TransitionCollector.collect(1)": "next",
             "RolloutCollector.collect(n)": "same",
             "EpisodeCollector.collect(4B)": "next",
+            "control: baseline loop again": "next",
         }
         rates: dict[str, list[float]] = {name: [] for name in ["next", "same", *runs]}
         ratios: dict[str, list[float]] = {name: [] for name in runs}
+        contestants = {"next": base_next, "same": base_same, **runs}
         for _ in range(rounds):
-            this_round = {
-                "next": steps_per_second(base_next, seconds),
-                "same": steps_per_second(base_same, seconds),
-            }
-            for name, run in runs.items():
-                this_round[name] = steps_per_second(run, seconds)
+            # each contestant's time in the round is cut into slices, taken in turns (in a
+            # new order each turn): all of them see the same moments of the shared machine
+            steps = dict.fromkeys(contestants, 0)
+            elapsed = dict.fromkeys(contestants, 0.0)
+            for _ in range(slices):
+                order = list(contestants)
+                rng.shuffle(order)
+                for name in order:
+                    done, took = timed_steps(contestants[name], seconds / slices)
+                    steps[name] += done
+                    elapsed[name] += took
+            this_round = {name: steps[name] / elapsed[name] for name in contestants}
             for name, rate in this_round.items():
                 rates[name].append(rate)
             for name in runs:
@@ -300,11 +315,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=0.5, help="per contestant and round")
+    parser.add_argument("--slices", type=int, default=5, help="turns per round")
     parser.add_argument("--only", choices=["collectors", "buffer"], default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.only in (None, "collectors"):
-        bench_collectors(args.rounds, args.seconds)
+        bench_collectors(args.rounds, args.seconds, args.slices)
     if args.only in (None, "buffer"):
         bench_replay_buffer(args.rounds)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from rl_mind.evaluation import CheckpointError, load_checkpoint
 from rl_mind.selfplay.job import CHECKPOINT_NAME, main, train
@@ -32,6 +33,25 @@ def fast_config(**changes: object) -> SelfPlayConfig:
 
 
 # ---------------------------------------------------------------------- the algorithm's pieces
+def test_fast_tanh_is_tanh_in_value_and_gradient() -> None:
+    from rl_mind.selfplay.trainer import FastTanh, fast_tanh
+
+    x = torch.cat([torch.linspace(-30.0, 30.0, 2001), torch.randn(4096)])
+    with torch.no_grad():
+        assert torch.allclose(fast_tanh(x), torch.tanh(x), rtol=0.0, atol=3e-7)
+    x64 = torch.randn(64, 8, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(fast_tanh, (x64,))
+    leaf = x[:100].clone().requires_grad_()
+    (grad,) = torch.autograd.grad(fast_tanh(leaf).sum(), leaf)
+    (expected,) = torch.autograd.grad(torch.tanh(leaf).sum(), leaf)
+    assert torch.allclose(grad, expected, atol=1e-6)
+    assert isinstance(FastTanh(), nn.Tanh)
+    policy = PongPolicy()  # its layers use it; a checkpoint of nn.Tanh layers loads as is
+    assert any(isinstance(m, FastTanh) for m in policy.net)
+    plain = nn.Sequential(*[nn.Tanh() if isinstance(m, FastTanh) else m for m in policy.net])
+    assert torch.allclose(plain(x[:40].view(4, 10)), policy.net(x[:40].view(4, 10)), atol=1e-6)
+
+
 def test_gae_bootstraps_a_truncation_but_not_a_termination() -> None:
     reward = torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     value = torch.zeros(3, 2)

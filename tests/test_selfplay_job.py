@@ -34,21 +34,21 @@ def fast_config(**changes: object) -> SelfPlayConfig:
 
 # ---------------------------------------------------------------------- the algorithm's pieces
 def test_fast_tanh_is_tanh_in_value_and_gradient() -> None:
-    from rl_mind.selfplay.trainer import FastTanh, fast_tanh
+    from rl_mind.selfplay.trainer import _fast_tanh, _FastTanh
 
     x = torch.cat([torch.linspace(-30.0, 30.0, 2001), torch.randn(4096)])
     with torch.no_grad():
-        assert torch.allclose(fast_tanh(x), torch.tanh(x), rtol=0.0, atol=3e-7)
+        assert torch.allclose(_fast_tanh(x), torch.tanh(x), rtol=0.0, atol=3e-7)
     x64 = torch.randn(64, 8, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(fast_tanh, (x64,))
+    assert torch.autograd.gradcheck(_fast_tanh, (x64,))
     leaf = x[:100].clone().requires_grad_()
-    (grad,) = torch.autograd.grad(fast_tanh(leaf).sum(), leaf)
+    (grad,) = torch.autograd.grad(_fast_tanh(leaf).sum(), leaf)
     (expected,) = torch.autograd.grad(torch.tanh(leaf).sum(), leaf)
     assert torch.allclose(grad, expected, atol=1e-6)
-    assert isinstance(FastTanh(), nn.Tanh)
+    assert isinstance(_FastTanh(), nn.Tanh)
     policy = PongPolicy()  # its layers use it; a checkpoint of nn.Tanh layers loads as is
-    assert any(isinstance(m, FastTanh) for m in policy.net)
-    plain = nn.Sequential(*[nn.Tanh() if isinstance(m, FastTanh) else m for m in policy.net])
+    assert any(isinstance(m, _FastTanh) for m in policy.net)
+    plain = nn.Sequential(*[nn.Tanh() if isinstance(m, _FastTanh) else m for m in policy.net])
     assert torch.allclose(plain(x[:40].view(4, 10)), policy.net(x[:40].view(4, 10)), atol=1e-6)
 
 

@@ -173,7 +173,7 @@ class _TanhFunction(torch.autograd.Function):
         return grad * (1 - y * y)
 
 
-def fast_tanh(x: Tensor) -> Tensor:
+def _fast_tanh(x: Tensor) -> Tensor:
     """``tanh(x)`` computed as ``2·sigmoid(2x) - 1`` (the same function, to 2e-7).
 
     Why: on the CPU, torch's ``tanh`` kernel is about 3× slower than ``sigmoid`` at these
@@ -186,11 +186,11 @@ def fast_tanh(x: Tensor) -> Tensor:
     return torch.sigmoid(x * 2) * 2 - 1
 
 
-class FastTanh(nn.Tanh):
-    """``nn.Tanh`` computed by :func:`fast_tanh` (same function, same module interface)."""
+class _FastTanh(nn.Tanh):
+    """``nn.Tanh`` computed by :func:`_fast_tanh` (same function, same module interface)."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return fast_tanh(input)
+        return _fast_tanh(input)
 
 
 def _orthogonal(layer: nn.Module, gain: float) -> None:
@@ -216,7 +216,7 @@ class PongPolicy(Actor[StochasticAction]):
 
     def __init__(self, hidden_sizes: tuple[int, ...] = (64, 64)) -> None:
         super().__init__()
-        self.net = build_mlp([OBSERVATION_SIZE, *hidden_sizes, N_ACTIONS], activation=FastTanh)
+        self.net = build_mlp([OBSERVATION_SIZE, *hidden_sizes, N_ACTIONS], activation=_FastTanh)
         _init_mlp(self.net, output_gain=0.01)  # near-uniform first policy
 
     def distribution(self, obs: Tensor) -> Categorical:
@@ -237,7 +237,7 @@ class PongCritic(nn.Module):
 
     def __init__(self, hidden_sizes: tuple[int, ...] = (64, 64)) -> None:
         super().__init__()
-        self.net = build_mlp([OBSERVATION_SIZE, *hidden_sizes, 1], activation=FastTanh)
+        self.net = build_mlp([OBSERVATION_SIZE, *hidden_sizes, 1], activation=_FastTanh)
         _init_mlp(self.net, output_gain=1.0)
 
     def forward(self, obs: Tensor) -> Tensor:
@@ -428,7 +428,7 @@ class _PooledSnapshots:
             for j, (weight, bias) in enumerate(zip(self._weights, self._biases)):
                 hidden = torch.baddbmm(bias[index].unsqueeze(2), weight[index], hidden)
                 if j < last:
-                    hidden = fast_tanh(hidden)
+                    hidden = _fast_tanh(hidden)
             logits = hidden.squeeze(2)
             action = Categorical(logits=logits, validate_args=False).sample()
         return action.cpu()

@@ -304,10 +304,18 @@ def _flat_rows(array: np.ndarray, n: int, keep: np.ndarray | None, start: int = 
 
 
 def _index_rows(data: Any, index: Tensor) -> Any:
-    """The rows ``index`` (a long tensor) of a ``[N, ...]`` tensor or struct."""
+    """The rows ``index`` (a long tensor) of a ``[N, ...]`` tensor or struct. An action
+    lives where the actor put it, maybe not on the environment's device: ``index_select``
+    needs the index on the tensor's device."""
+
+    def rows(tensor: Tensor) -> Tensor:
+        if tensor.device != index.device:
+            return tensor.index_select(0, index.to(tensor.device))
+        return tensor.index_select(0, index)
+
     if isinstance(data, Tensor):
-        return data.index_select(0, index)
-    return data._apply_batched(lambda t: t.index_select(0, index))
+        return rows(data)
+    return data._apply_batched(rows)
 
 
 def _index_tensor(keep: np.ndarray, device: torch.device) -> Tensor:

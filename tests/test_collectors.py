@@ -8,10 +8,10 @@ from collections import defaultdict
 
 import pytest
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from rl_mind.collectors import EpisodeCollector, RolloutCollector, TransitionCollector
-from rl_mind.core import Action, TensorStruct
+from rl_mind.core import Action, Actor, StochasticAction, TensorStruct
 from rl_mind.data import Episode, Rollout, Transitions
 from rl_mind.env import VecEnv
 from tests.toy_envs import (
@@ -402,3 +402,41 @@ def test_changing_a_rollout_in_place_leaves_the_statistics_alone():
         rollout.reward.mul_(-1.0)
         rollout.terminated.zero_()
         assert collector.episode_returns.tolist() and (collector.episode_returns > 0).all()
+
+
+class GpuCounterActor(Actor[StochasticAction]):
+    """``CounterActor``'s actions, computed on the GPU and returned there (with a log-prob)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.anchor = nn.Parameter(torch.zeros(1, device="cuda"))
+        self.devices: set[str] = set()
+
+    def forward(self, obs: Tensor | TensorStruct) -> StochasticAction:
+        self.devices.add(obs.device.type)
+        action = policy_action(decode(obs))
+        return StochasticAction(action, torch.zeros(len(action), device="cuda") + self.anchor)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
+def test_an_actor_on_a_gpu_with_the_environment_on_the_cpu(same_step_reset):
+    # the actions stay where the actor put them, even where reset rows are dropped
+    actor = GpuCounterActor()
+    with counter(3, "box", same_step_reset) as env:
+        collector = TransitionCollector(env, actor)
+        for n in CALLS:
+            data = collector.collect(n)
+            assert data.action.value.is_cuda and data.action.log_prob.is_cuda
+            assert data.obs.device.type == data.reward.device.type == "cpu"
+            code, next_code = decode(data.obs), decode(data.next_obs)
+            check_step_rows(code, next_code, data.action.value.cpu(), data.reward, data.terminated)
+    if same_step_reset:
+        with counter(3, "box", same_step_reset) as env:
+            rollout = RolloutCollector(env, actor).collect(7)
+            assert rollout.action.value.shape == (7, 3) and rollout.action.value.is_cuda
+    with counter(3, "box", same_step_reset) as env:
+        for episode in EpisodeCollector(env, actor).collect(4):
+            assert episode.action.value.is_cuda
+            assert torch.equal(episode.action.value.cpu(), policy_action(decode(episode.obs)))
+    assert actor.devices == {"cuda"}

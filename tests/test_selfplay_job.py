@@ -325,6 +325,22 @@ def test_pooled_snapshots_play_each_match_with_its_own_snapshot() -> None:
         assert torch.allclose(frequency, expected, atol=0.04), (env_index, frequency, expected)
     with pytest.raises(RuntimeError, match="plays 4 matches but got 3"):
         pooled(obs[:3])
+    # a new match (copy 0 now plays snapshot 1), then a new snapshot joining the stacks
+    # (copy 2 plays a fresh snapshot 3): the rows follow, nothing stale is reused
+    pooled.assign(0, 1, snapshots[1])
+    assignment[0] = 1
+    for change in (None, (2, 3)):
+        if change is not None:
+            snapshots.append(PongPolicy())
+            for parameter in snapshots[-1].parameters():
+                parameter.data.normal_(0.0, 1.0)
+            pooled.assign(*change, snapshots[-1])
+            assignment[change[0]] = change[1]
+        draws = torch.stack([pooled(obs) for _ in range(3000)])
+        for row, env_index in enumerate([0, 2, 3, 4]):
+            expected = torch.softmax(snapshots[assignment[env_index]].net(obs[row]), -1).detach()
+            frequency = torch.bincount(draws[:, row], minlength=3).float() / len(draws)
+            assert torch.allclose(frequency, expected, atol=0.04), (env_index, frequency, expected)
 
 
 def test_pooled_snapshots_credit_each_ended_match_to_its_snapshot() -> None:

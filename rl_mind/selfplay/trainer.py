@@ -378,6 +378,10 @@ class _PooledSnapshots:
         self._stack_position = np.zeros(0, dtype=np.int64)  # snapshot id -> row of the stack
         self._weights: list[Tensor] = []
         self._biases: list[Tensor] = []
+        # the layers of each row of the last call, gathered from the stacks: kept until a
+        # match starts or ends (every few steps), as the gather is most of the pass's cost
+        self._row_ids = np.zeros(0, dtype=np.int64)
+        self._row_layers: list[tuple[Tensor, Tensor]] = []
 
     def assign(self, env_index: int, snapshot_id: int | None, policy: Any = None) -> None:
         """Copy ``env_index`` starts a match against snapshot ``snapshot_id`` (None: not a
@@ -411,6 +415,7 @@ class _PooledSnapshots:
         self._biases = [
             torch.stack([ls[j].bias.detach() for ls in linears]) for j in range(len(linears[0]))
         ]
+        self._row_ids = np.zeros(0, dtype=np.int64)  # gather again from the new stacks
 
     def __call__(self, obs: Tensor) -> Tensor:
         rows = np.flatnonzero(self.active)
@@ -420,13 +425,20 @@ class _PooledSnapshots:
             )
         if not self._stack_ids:  # a snapshot joined since the last stack (see assign)
             self._restack()
-        index = torch.from_numpy(self._stack_position[self.snapshot_id[rows]])
+        row_ids = self.snapshot_id[rows]
+        if not np.array_equal(row_ids, self._row_ids):
+            index = torch.from_numpy(self._stack_position[row_ids])
+            self._row_layers = [
+                (weight[index], bias[index].unsqueeze(2))  # [K, out, in], [K, out, 1]
+                for weight, bias in zip(self._weights, self._biases)
+            ]
+            self._row_ids = row_ids
         device = self._weights[0].device
         hidden = obs.to(device).unsqueeze(2)  # [K, in, 1]
         with torch.no_grad():
-            last = len(self._weights) - 1
-            for j, (weight, bias) in enumerate(zip(self._weights, self._biases)):
-                hidden = torch.baddbmm(bias[index].unsqueeze(2), weight[index], hidden)
+            last = len(self._row_layers) - 1
+            for j, (weight, bias) in enumerate(self._row_layers):
+                hidden = torch.baddbmm(bias, weight, hidden)
                 if j < last:
                     hidden = _fast_tanh(hidden)
             logits = hidden.squeeze(2)

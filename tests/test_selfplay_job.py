@@ -46,7 +46,7 @@ def test_fast_tanh_is_tanh_in_value_and_gradient() -> None:
     (expected,) = torch.autograd.grad(torch.tanh(leaf).sum(), leaf)
     assert torch.allclose(grad, expected, atol=1e-6)
     assert isinstance(_FastTanh(), nn.Tanh)
-    policy = PongPolicy()  # its layers use it; a checkpoint of nn.Tanh layers loads as is
+    policy = PongPolicy()  # its layers use it, and give what nn.Tanh layers give
     assert any(isinstance(m, _FastTanh) for m in policy.net)
     plain = nn.Sequential(*[nn.Tanh() if isinstance(m, _FastTanh) else m for m in policy.net])
     assert torch.allclose(plain(x[:40].view(4, 10)), policy.net(x[:40].view(4, 10)), atol=1e-6)

@@ -304,9 +304,9 @@ def _flat_rows(array: np.ndarray, n: int, keep: np.ndarray | None, start: int = 
 
 
 def _index_rows(data: Any, index: Tensor) -> Any:
-    """The rows ``index`` (a long tensor) of a ``[N, ...]`` tensor or struct. An action
-    lives where the actor put it, maybe not on the environment's device: ``index_select``
-    needs the index on the tensor's device."""
+    """The rows ``index`` (a long CPU tensor) of a ``[N, ...]`` tensor or struct, on each
+    tensor's own device (an action lives where the actor put it, maybe a GPU;
+    ``index_select`` needs its index there)."""
 
     def rows(tensor: Tensor) -> Tensor:
         if tensor.device != index.device:
@@ -316,11 +316,6 @@ def _index_rows(data: Any, index: Tensor) -> Any:
     if isinstance(data, Tensor):
         return rows(data)
     return data._apply_batched(rows)
-
-
-def _index_tensor(keep: np.ndarray, device: torch.device) -> Tensor:
-    index = torch.from_numpy(keep)
-    return index if device.type == "cpu" else index.to(device)
 
 
 def _put(buffer: Any, index: int, obs: Any) -> None:
@@ -450,7 +445,7 @@ class TransitionCollector(_Collector[ActionT]):
         device = None if convert.on_cpu else env.device
         action = _cat(recording.actions)
         if keep is not None:
-            action = _index_rows(action, _index_tensor(keep, env.device))
+            action = _index_rows(action, torch.from_numpy(keep))
         # the successors: a fresh copy, or (dropping rows copies anyway) the recording itself
         next_obs, shift = (
             (recording.next_obs(), 0) if recording.finals or keep is None else (recording.obs, 1)
@@ -490,7 +485,7 @@ class TransitionCollector(_Collector[ActionT]):
             keep = np.flatnonzero(valid)
             data: Transitions[ActionT] = Transitions._trusted(
                 convert(_tree_map(lambda a: a[keep], obs_np)),
-                _index_rows(action, _index_tensor(keep, env.device)),
+                _index_rows(action, torch.from_numpy(keep)),
                 _tensor(reward_np[keep], np.float32, device),
                 convert(_tree_map(lambda a: a[keep], next_np)),
                 _tensor(terminated_np[keep], np.bool_, device),

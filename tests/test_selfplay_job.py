@@ -113,6 +113,23 @@ def test_ppo_loss_has_no_gradient_from_samples_clipped_in_the_advantage_directio
     assert differs, "the negative advantages should still move the policy"
 
 
+def test_successor_values_reuse_the_next_steps_values_only_where_the_match_went_on() -> None:
+    from rl_mind.selfplay.trainer import _values
+
+    torch.manual_seed(0)
+    critic = PongCritic()
+    T, B = 6, 5
+    obs = torch.randn(T, B, 10)
+    ended = torch.rand(T, B) < 0.3
+    ended[2, 1] = True
+    next_obs = torch.randn(T, B, 10)  # final observations where a match ended, and at T - 1
+    next_obs[:-1][~ended[:-1]] = obs[1:][~ended[:-1]]  # elsewhere the next step's observation
+    with torch.no_grad():
+        value, next_value = _values(critic, obs, next_obs, ended)
+        torch.testing.assert_close(value, critic(obs))
+        torch.testing.assert_close(next_value, critic(next_obs))
+
+
 def test_the_live_opponent_records_its_moves_in_step_with_the_learner() -> None:
     trainer = SelfPlayTrainer(fast_config(latest_opponent_probability=1.0))
     try:

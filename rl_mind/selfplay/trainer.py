@@ -224,9 +224,11 @@ class PongPolicy(Actor[StochasticAction]):
         return Categorical(logits=self.net(obs), validate_args=False)
 
     def forward(self, obs: Observation) -> StochasticAction:
-        distribution = self.distribution(_tensor(obs))
-        action = distribution.sample()
-        return StochasticAction(action, distribution.log_prob(action))
+        # What ``distribution(obs)`` samples, without building the distribution object:
+        # at the collector's batch sizes its bookkeeping cost 2.5× the sampling itself.
+        log_probs = self.net(_tensor(obs)).log_softmax(dim=-1)
+        action = torch.multinomial(log_probs.exp(), 1)  # [N, 1]
+        return StochasticAction(action.squeeze(1), log_probs.gather(1, action).squeeze(1))
 
     def act(self, obs: Observation) -> Tensor:
         return self.net(_tensor(obs)).argmax(dim=-1)
@@ -284,6 +286,25 @@ def gae_advantages(
         running = delta[t] + gamma * gae_lambda * continues[t] * running
         advantages[t] = running
     return advantages
+
+
+def _values(
+    critic: nn.Module, obs: Tensor, next_obs: Tensor, ended: Tensor
+) -> tuple[Tensor, Tensor]:
+    """``V(obs)`` and ``V(next_obs)`` of a same-step rollout (``[T, B, ...]`` → two ``[T, B]``).
+
+    In a same-step rollout ``next_obs[t]`` is ``obs[t + 1]`` wherever the match went on, so
+    the critic runs on ``next_obs`` only where a match ended (the final observation) and at
+    the last step (one row in ~20 at the full profile) instead of a second full pass.
+    """
+    T, B = ended.shape
+    value = critic(obs.flatten(0, 1)).view(T, B)
+    fresh = ended.clone()
+    fresh[-1] = True
+    next_value = torch.empty_like(value)
+    next_value[:-1] = value[1:]
+    next_value[fresh] = critic(next_obs[fresh])
+    return value, next_value
 
 
 def ppo_loss(
@@ -361,8 +382,9 @@ class _PooledSnapshots:
 
     A pool of ~50 snapshots means ~35 different opponents among 64 matches at each step;
     one small forward pass each would cost most of the training time. Instead the layers
-    of the snapshots in use are stacked (``[S, out, in]``) and each match's row goes
-    through its own snapshot's weights with batched matrix products. The game calls it
+    of the snapshots in use are stacked, transposed (``[S, in, out]``), and each match's
+    row goes through its own snapshot's weights with batched products ``[1, in] @ [in, out]``
+    (on the CPU these are 4× faster than the column form ``[out, in] @ [in, 1]``). The game calls it
     with the observations of the matches it plays, in increasing copy order (the copies
     marked in ``active``); ``snapshot_id`` says which snapshot each copy plays.
     """
@@ -409,11 +431,13 @@ class _PooledSnapshots:
         linears = [
             [m for m in self.policies[k].net if isinstance(m, nn.Linear)] for k in self._stack_ids
         ]
-        self._weights = [
-            torch.stack([ls[j].weight.detach() for ls in linears]) for j in range(len(linears[0]))
+        self._weights = [  # [S, in, out]
+            torch.stack([ls[j].weight.detach().T for ls in linears]).contiguous()
+            for j in range(len(linears[0]))
         ]
-        self._biases = [
-            torch.stack([ls[j].bias.detach() for ls in linears]) for j in range(len(linears[0]))
+        self._biases = [  # [S, 1, out]
+            torch.stack([ls[j].bias.detach() for ls in linears]).unsqueeze(1)
+            for j in range(len(linears[0]))
         ]
         self._row_ids = np.zeros(0, dtype=np.int64)  # gather again from the new stacks
 
@@ -429,20 +453,19 @@ class _PooledSnapshots:
         if not np.array_equal(row_ids, self._row_ids):
             index = torch.from_numpy(self._stack_position[row_ids])
             self._row_layers = [
-                (weight[index], bias[index].unsqueeze(2))  # [K, out, in], [K, out, 1]
+                (weight[index], bias[index])  # [K, in, out], [K, 1, out]
                 for weight, bias in zip(self._weights, self._biases)
             ]
             self._row_ids = row_ids
         device = self._weights[0].device
-        hidden = obs.to(device).unsqueeze(2)  # [K, in, 1]
+        hidden = obs.to(device).unsqueeze(1)  # [K, 1, in]
         with torch.no_grad():
             last = len(self._row_layers) - 1
             for j, (weight, bias) in enumerate(self._row_layers):
-                hidden = torch.baddbmm(bias, weight, hidden)
+                hidden = torch.baddbmm(bias, hidden, weight)  # bias + hidden @ weight
                 if j < last:
                     hidden = _fast_tanh(hidden)
-            logits = hidden.squeeze(2)
-            action = Categorical(logits=logits, validate_args=False).sample()
+            action = torch.multinomial(hidden.squeeze(1).softmax(dim=-1), 1).squeeze(1)
         return action.cpu()
 
 
@@ -607,11 +630,10 @@ class SelfPlayTrainer:
         with torch.no_grad():
             obs = _tensor(rollout.obs).to(self.device)
             next_obs = _tensor(rollout.next_obs).to(self.device)
-            value = self.critic(obs.flatten(0, 1)).view(T, B)
-            next_value = self.critic(next_obs.flatten(0, 1)).view(T, B)
             reward = rollout.reward.to(self.device)
             terminated = rollout.terminated.to(self.device)
             truncated = rollout.truncated.to(self.device)
+            value, next_value = _values(self.critic, obs, next_obs, terminated | truncated)
             advantages = gae_advantages(
                 reward, value, next_value, terminated, truncated, config.gamma, config.gae_lambda
             )
@@ -722,8 +744,12 @@ class SelfPlayTrainer:
             obs[t, mask[t]] = o.to(self.device)
             action[t, mask[t]] = a.to(self.device)
             log_prob[t, mask[t]] = lp.to(self.device)
-        value = self.critic(obs.flatten(0, 1)).view(T, B)
-        next_value = self.critic(mirror_observation(next_obs).flatten(0, 1)).view(T, B)
+        # the critic only where the live opponent played (elsewhere the values are never
+        # read: its matches are whole, so GAE cannot flow in from the other rows)
+        value = torch.zeros(T, B, device=self.device)
+        next_value = torch.zeros(T, B, device=self.device)
+        value[mask] = self.critic(obs[mask])
+        next_value[mask] = self.critic(mirror_observation(next_obs[mask]))
         advantages = gae_advantages(
             -reward, value, next_value, terminated, truncated, config.gamma, config.gae_lambda
         )

@@ -62,10 +62,10 @@ def run_seed(
     eval_matches: int,
     snapshots: int,
     rr_matches: int,
-    pool_sampling: str = "pfsp",
+    changes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     torch.set_num_threads(1)
-    trainer = SelfPlayTrainer(SelfPlayConfig(seed=seed, pool_sampling=pool_sampling))
+    trainer = SelfPlayTrainer(SelfPlayConfig(seed=seed, **(changes or {})))
     checkpoints = [m for m in CHECKPOINT_MINUTES if m < minutes] + [minutes]
     evaluations: list[dict[str, float]] = []
     wall_start = time.perf_counter()
@@ -132,7 +132,7 @@ def run_seed(
     trainer.close()
     return {
         "seed": seed,
-        "pool_sampling": pool_sampling,
+        "config": trainer.config.to_dict(),
         "minutes": minutes,
         "wall_minutes": (time.perf_counter() - wall_start) / 60,
         "game_steps_per_second": trainer.env_steps / max(trainer.train_seconds, 1e-9),
@@ -148,6 +148,26 @@ def run_seed(
     }
 
 
+def parse_changes(items: list[str]) -> dict[str, Any]:
+    """``["pool_capacity=256", ...]`` → ``{"pool_capacity": 256}``, typed like the defaults."""
+    defaults = SelfPlayConfig().to_dict()
+    changes: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or key not in defaults:
+            raise SystemExit(
+                f"--set expects KEY=VALUE with KEY one of {sorted(defaults)}, got {item!r}"
+            )
+        default = defaults[key]
+        if isinstance(default, bool):
+            changes[key] = text.lower() in ("1", "true", "yes")
+        elif isinstance(default, list):
+            changes[key] = tuple(int(v) for v in text.split(","))
+        else:
+            changes[key] = type(default)(text)
+    return changes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
@@ -155,9 +175,19 @@ def main() -> None:
     parser.add_argument("--eval-matches", type=int, default=400)
     parser.add_argument("--snapshots", type=int, default=10)
     parser.add_argument("--rr-matches", type=int, default=100)
-    parser.add_argument("--pool-sampling", default="pfsp", help="pfsp (default), uniform or latest")
+    parser.add_argument("--pool-sampling", default=None, help="pfsp (default), uniform or latest")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a SelfPlayConfig setting (repeatable), e.g. --set pool_capacity=256",
+    )
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
+    changes = parse_changes(args.set)
+    if args.pool_sampling is not None:
+        changes["pool_sampling"] = args.pool_sampling
     if args.eval_matches < 400:
         print("note: the targets are defined on >= 400 evaluation matches")
     results = []
@@ -168,7 +198,7 @@ def main() -> None:
             args.eval_matches,
             args.snapshots,
             args.rr_matches,
-            args.pool_sampling,
+            changes,
         )
         results.append(result)
         print(

@@ -113,6 +113,24 @@ def test_ppo_loss_has_no_gradient_from_samples_clipped_in_the_advantage_directio
     assert differs, "the negative advantages should still move the policy"
 
 
+def test_the_policy_samples_its_distribution_with_its_log_probabilities() -> None:
+    torch.manual_seed(0)
+    policy = PongPolicy()
+    with torch.no_grad():
+        last = policy.net[-1]
+        assert isinstance(last, nn.Linear)
+        last.weight.zero_()
+        last.bias.copy_(torch.tensor([1.5, 0.0, -1.0]))  # probabilities 0.76 / 0.17 / 0.06
+        out = policy(torch.randn(2, 20_000, 10))  # any batch shape
+        assert out.value.shape == out.log_prob.shape == (2, 20_000)
+        expected = policy.distribution(torch.zeros(1, 10)).probs[0]
+        frequencies = torch.bincount(out.value.flatten(), minlength=3) / out.value.numel()
+        torch.testing.assert_close(frequencies, expected, atol=0.01, rtol=0)
+        obs = torch.randn(7, 10)
+        out = policy(obs)
+        torch.testing.assert_close(out.log_prob, policy.distribution(obs).log_prob(out.value))
+
+
 def test_successor_values_reuse_the_next_steps_values_only_where_the_match_went_on() -> None:
     from rl_mind.selfplay.trainer import _values
 

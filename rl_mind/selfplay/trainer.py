@@ -226,9 +226,11 @@ class PongPolicy(Actor[StochasticAction]):
     def forward(self, obs: Observation) -> StochasticAction:
         # What ``distribution(obs)`` samples, without building the distribution object:
         # at the collector's batch sizes its bookkeeping cost 2.5× the sampling itself.
-        log_probs = self.net(_tensor(obs)).log_softmax(dim=-1)
-        action = torch.multinomial(log_probs.exp(), 1)  # [N, 1]
-        return StochasticAction(action.squeeze(1), log_probs.gather(1, action).squeeze(1))
+        log_probs = self.net(_tensor(obs)).log_softmax(dim=-1)  # [..., 3]
+        flat = log_probs.reshape(-1, N_ACTIONS)
+        action = torch.multinomial(flat.exp(), 1)  # [N, 1]
+        batch_shape = log_probs.shape[:-1]  # [N], or [] for a single observation
+        return StochasticAction(action.view(batch_shape), flat.gather(1, action).view(batch_shape))
 
     def act(self, obs: Observation) -> Tensor:
         return self.net(_tensor(obs)).argmax(dim=-1)
@@ -295,7 +297,7 @@ def _values(
 
     In a same-step rollout ``next_obs[t]`` is ``obs[t + 1]`` wherever the match went on, so
     the critic runs on ``next_obs`` only where a match ended (the final observation) and at
-    the last step (one row in ~20 at the full profile) instead of a second full pass.
+    the last step, instead of a second full pass.
     """
     T, B = ended.shape
     value = critic(obs.flatten(0, 1)).view(T, B)
@@ -384,8 +386,8 @@ class _PooledSnapshots:
     one small forward pass each would cost most of the training time. Instead the layers
     of the snapshots in use are stacked, transposed (``[S, in, out]``), and each match's
     row goes through its own snapshot's weights with batched products ``[1, in] @ [in, out]``
-    (on the CPU these are 4× faster than the column form ``[out, in] @ [in, 1]``). The game calls it
-    with the observations of the matches it plays, in increasing copy order (the copies
+    (on the CPU, 4× faster than the column form ``[out, in] @ [in, 1]``). The game calls
+    it with the observations of the matches it plays, in increasing copy order (the copies
     marked in ``active``); ``snapshot_id`` says which snapshot each copy plays.
     """
 

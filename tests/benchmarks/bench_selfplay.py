@@ -16,6 +16,9 @@ Usage (one core per seed; torch at one thread)::
 
     python tests/benchmarks/bench_selfplay.py --minutes 10 --seeds 0 1 2 --out bench.json
 
+``--set KEY=VALUE`` (repeatable) changes a :class:`SelfPlayConfig` setting for an experiment,
+e.g. ``--set num_envs=256 --set hidden_sizes=128,128``; the JSON records the whole config.
+
 Win rates against a bot are not monotonic under self-play: read both columns.
 """
 
@@ -158,13 +161,28 @@ def parse_changes(items: list[str]) -> dict[str, Any]:
             raise SystemExit(
                 f"--set expects KEY=VALUE with KEY one of {sorted(defaults)}, got {item!r}"
             )
+        if key == "seed":
+            raise SystemExit("--set seed: give the seeds with --seeds")
         default = defaults[key]
-        if isinstance(default, bool):
-            changes[key] = text.lower() in ("1", "true", "yes")
-        elif isinstance(default, list):
-            changes[key] = tuple(int(v) for v in text.split(","))
-        else:
-            changes[key] = type(default)(text)
+        try:
+            if isinstance(default, bool):
+                truth = {
+                    "1": True,
+                    "true": True,
+                    "yes": True,
+                    "0": False,
+                    "false": False,
+                    "no": False,
+                }
+                changes[key] = truth[text.lower()]
+            elif isinstance(default, list):
+                changes[key] = tuple(int(v) for v in text.split(","))
+            else:
+                changes[key] = type(default)(text)
+        except (KeyError, ValueError):
+            raise SystemExit(
+                f"--set {key}: expected a value like the default {default!r}, got {text!r}"
+            ) from None
     return changes
 
 

@@ -229,7 +229,7 @@ class PongPolicy(Actor[StochasticAction]):
         log_probs = self.net(_tensor(obs)).log_softmax(dim=-1)  # [..., 3]
         flat = log_probs.reshape(-1, N_ACTIONS)
         action = torch.multinomial(flat.exp(), 1)  # [N, 1]
-        batch_shape = log_probs.shape[:-1]  # [N], or [] for a single observation
+        batch_shape = log_probs.shape[:-1]  # [N], or e.g. [T, B] for [T, B, 10]
         return StochasticAction(action.view(batch_shape), flat.gather(1, action).view(batch_shape))
 
     def act(self, obs: Observation) -> Tensor:

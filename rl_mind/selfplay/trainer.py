@@ -790,6 +790,12 @@ class SelfPlayTrainer:
         self.eval_history.append(result)
         return result
 
+    def leaderboard_indices(self, n_snapshots: int | None = None) -> list[int]:
+        """The archive indices of the leaderboard's snapshots: up to ``n_snapshots`` (default
+        ``config.leaderboard_snapshots``) evenly spread over the run, first and last included."""
+        k = n_snapshots if n_snapshots is not None else self.config.leaderboard_snapshots
+        return sorted({round(i) for i in np.linspace(0, len(self.archive) - 1, max(k, 1))})
+
     def leaderboard(
         self, n_snapshots: int | None = None, n_matches: int | None = None, seed: int = 0
     ) -> tuple[Leaderboard, dict[str, float]]:
@@ -797,9 +803,8 @@ class SelfPlayTrainer:
         run, the first and the last included) and the three bots; Bradley–Terry ratings
         anchored at ``random = 0``. Returns the leaderboard and the training step of each
         snapshot (for the plot)."""
-        k = n_snapshots if n_snapshots is not None else self.config.leaderboard_snapshots
         n = n_matches if n_matches is not None else self.config.leaderboard_matches
-        indices = sorted({round(i) for i in np.linspace(0, len(self.archive) - 1, max(k, 1))})
+        indices = self.leaderboard_indices(n_snapshots)
         players: dict[str, Any] = {bot: bot for bot in BOTS}
         steps: dict[str, float] = {}
         for i in indices:

@@ -6,6 +6,7 @@ All at the fast-test profile (tests/conftest.py sets ``RL_MIND_FAST_TEST=1``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -326,6 +327,50 @@ def test_the_command_refuses_to_overwrite_a_run_and_a_missing_checkpoint(
     assert "--resume" in capsys.readouterr().err
     assert main(["--resume", str(tmp_path)]) == 1
     assert "no checkpoint.pt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("num_envs", 0),
+        ("num_envs", "8"),
+        ("num_steps", -1),
+        ("update_epochs", 0),
+        ("minibatch_size", 0),
+        ("snapshot_every", 0),
+        ("pool_capacity", 2.0),
+        ("eval_matches", True),
+        ("seed", -1),
+        ("learning_rate", 0.0),
+        ("clip_coef", float("nan")),
+        ("max_grad_norm", -0.5),
+        ("entropy_coef", -0.01),
+        ("gamma", 1.5),
+        ("gae_lambda", -0.1),
+        ("latest_opponent_probability", 2),
+        ("train_on_opponent", 1),
+        ("hidden_sizes", (64, 0)),
+        ("hidden_sizes", "64,64"),
+        ("pool_sampling", "best"),
+        ("device", "gpu"),
+    ],
+)
+def test_a_bad_setting_is_refused_with_its_name(name: str, value: object) -> None:
+    with pytest.raises(
+        ValueError, match=rf"SelfPlayConfig: {name} must be .*got {re.escape(repr(value))}"
+    ):
+        SelfPlayConfig(**{name: value})  # type: ignore[arg-type]
+
+
+def test_settings_are_normalized_and_the_command_reports_a_bad_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = SelfPlayConfig(hidden_sizes=[32, 16], device=torch.device("cpu"))  # type: ignore[arg-type]
+    assert config.hidden_sizes == (32, 16) and config.device == "cpu"
+    assert SelfPlayConfig.from_dict(config.to_dict()) == config
+    assert main(["--seed", "-1", "--run-dir", str(tmp_path / "run"), "--minutes", "0.01"]) == 1
+    assert "seed must be a non-negative int, got -1" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # nothing written for a run that cannot start
 
 
 def test_a_single_sample_minibatch_gives_a_finite_loss() -> None:

@@ -53,7 +53,7 @@ from rl_mind.env import VecEnv
 from rl_mind.nn import build_mlp
 from rl_mind.notebook import Profile
 from rl_mind.selfplay.matches import MatchStats, play_matches, round_robin
-from rl_mind.selfplay.pool import OpponentPool
+from rl_mind.selfplay.pool import SAMPLING_STRATEGIES, OpponentPool
 from rl_mind.selfplay.ratings import EloTable, Leaderboard, bradley_terry
 
 __all__ = [
@@ -109,6 +109,68 @@ class SelfPlayConfig:
     video_max_steps: int = 1500
     seed: int = 0
     device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        """Check every setting, so that a typo fails here with the setting's name rather
+        than deep inside a training update."""
+
+        def fail(name: str, expected: str) -> None:
+            raise ValueError(
+                f"SelfPlayConfig: {name} must be {expected}, got {getattr(self, name)!r}"
+            )
+
+        def is_int(value: Any) -> bool:
+            return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+        def is_number(value: Any) -> bool:
+            return (is_int(value) or isinstance(value, float | np.floating)) and math.isfinite(
+                value
+            )
+
+        for name in (
+            "num_envs",
+            "num_steps",
+            "update_epochs",
+            "minibatch_size",
+            "snapshot_every",
+            "pool_capacity",
+            "eval_matches",
+            "leaderboard_snapshots",
+            "leaderboard_matches",
+            "video_max_steps",
+        ):
+            if not is_int(getattr(self, name)) or getattr(self, name) <= 0:
+                fail(name, "a positive int")
+        if not is_int(self.seed) or self.seed < 0:
+            fail("seed", "a non-negative int")
+        for name in (
+            "learning_rate",
+            "clip_coef",
+            "max_grad_norm",
+            "eval_every_seconds",
+            "checkpoint_every_seconds",
+        ):
+            if not is_number(getattr(self, name)) or getattr(self, name) <= 0:
+                fail(name, "a positive number")
+        for name in ("entropy_coef", "value_coef"):
+            if not is_number(getattr(self, name)) or getattr(self, name) < 0:
+                fail(name, "a number >= 0")
+        for name in ("gamma", "gae_lambda", "latest_opponent_probability"):
+            if not is_number(getattr(self, name)) or not 0 <= getattr(self, name) <= 1:
+                fail(name, "a number in [0, 1]")
+        if not isinstance(self.train_on_opponent, bool):
+            fail("train_on_opponent", "True or False")
+        if not isinstance(self.hidden_sizes, tuple | list) or not all(
+            is_int(h) and h > 0 for h in self.hidden_sizes
+        ):
+            fail("hidden_sizes", "a tuple of positive ints (the hidden layer widths)")
+        self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+        if not isinstance(self.pool_sampling, str) or self.pool_sampling not in SAMPLING_STRATEGIES:
+            fail("pool_sampling", f"one of {SAMPLING_STRATEGIES}")
+        try:
+            self.device = str(torch.device(self.device))
+        except (RuntimeError, TypeError):
+            fail("device", "a torch device such as 'cpu' or 'cuda'")
 
     @classmethod
     def fast_test(cls, **changes: Any) -> SelfPlayConfig:

@@ -300,7 +300,14 @@ def _flat_rows(array: np.ndarray, n: int, keep: np.ndarray | None, start: int = 
     """Rows ``start : start + n`` of a ``[T, B, ...]`` array as ``[n*B, ...]``, only the
     flat rows ``keep`` when given (a copy then)."""
     flat = array[start : start + n].reshape(-1, *array.shape[2:])
-    return flat if keep is None else flat[keep]
+    return flat if keep is None else _take(flat, keep)
+
+
+def _take(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``array[rows]`` for a 1-d int array ``rows`` (a copy). ``take`` is the same copy, many
+    times faster on rows of several values (measured, ``[512, 4]`` float32: 0.6 µs against
+    5.8 µs for the fancy index; ``[64, 4]``: 0.4 against 1.6)."""
+    return array.take(rows, 0)
 
 
 def _index_rows(data: Any, index: Tensor) -> Any:
@@ -436,7 +443,8 @@ class TransitionCollector(_Collector[ActionT]):
         reward, terminated = recording.reward[:n], recording.terminated[:n]
         done = terminated | recording.truncated[:n]
         valid = recording.valid(env, done)
-        keep = None if valid is None else np.flatnonzero(valid)  # flat [T*B] rows, every field
+        # flat [T*B] rows, every field (nonzero of the flat view: cheaper than np.flatnonzero)
+        keep = None if valid is None else valid.reshape(-1).nonzero()[0]
         self.steps += n * env.num_envs if keep is None else len(keep)
         # (without dropped rows the returned rewards are a view of the recording: queue a copy)
         self._stats.push(reward if keep is not None else reward.copy(), done, valid)
@@ -482,12 +490,12 @@ class TransitionCollector(_Collector[ActionT]):
         if reset_rows is not None and np.count_nonzero(reset_rows):
             # drop the reset rows (next-step mode, so no final observations to put back)
             valid = ~reset_rows
-            keep = np.flatnonzero(valid)
+            keep = valid.nonzero()[0]
             data: Transitions[ActionT] = Transitions._trusted(
-                convert(_tree_map(lambda a: a[keep], obs_np)),
+                convert(_tree_map(lambda a: _take(a, keep), obs_np)),
                 _index_rows(action, torch.from_numpy(keep)),
                 _tensor(reward_np[keep], np.float32, device),
-                convert(_tree_map(lambda a: a[keep], next_np)),
+                convert(_tree_map(lambda a: _take(a, keep), next_np)),
                 _tensor(terminated_np[keep], np.bool_, device),
             )
             self.steps += len(keep)

@@ -315,15 +315,18 @@ class ReplayBuffer(Generic[ActionT]):
         )
 
 
-def _rows(data: Any, index: Tensor) -> Any:
-    """``data[index]`` for a tensor or struct and a long ``index`` of valid, non-negative rows,
-    by ``index_select`` where the index is on the tensor's device (on the CPU 3× faster than
-    the advanced index for 4,096 rows of 10 floats: 17.5 against 58 µs)."""
+def _index_rows(data: Any, index: Tensor) -> Any:
+    """``data[index]`` for a tensor or struct and a long ``index`` of valid, non-negative
+    rows, on each tensor's own device (the index is moved where a tensor lives, e.g. a GPU).
+
+    ``index_select`` copies the same rows as the advanced index, faster on the CPU (4,096
+    rows of 10 floats: 17.5 against 58 µs).
+    """
 
     def rows(tensor: Tensor) -> Tensor:
-        if tensor.device == index.device:
-            return tensor.index_select(0, index)
-        return tensor[index]
+        if tensor.device != index.device:
+            return tensor.index_select(0, index.to(tensor.device))
+        return tensor.index_select(0, index)
 
     if isinstance(data, Tensor):
         return rows(data)
@@ -387,6 +390,6 @@ def minibatches(
     for start in range(0, n, batch_size):
         index = order[start : start + batch_size]
         if isinstance(data, tuple):
-            yield tuple(_rows(item, index) for item in items)
+            yield tuple(_index_rows(item, index) for item in items)
         else:
-            yield _rows(data, index)
+            yield _index_rows(data, index)

@@ -152,53 +152,50 @@ class _EpisodeStats:
 
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
-        # flat [T*B] numpy arrays of the calls not folded yet
-        self.reward: list[np.ndarray] = []
-        self.done: list[np.ndarray] = []
-        self.counted: list[tuple[int, np.ndarray]] = []  # (offset, real steps) where not all
-        self.size = 0  # queued items
-        self.last_size = 0  # the items of the last call
+        # (reward, done, counted) of the calls not folded yet: [B] or [T, B] numpy arrays,
+        # counted None when every step counts
+        self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
         self.carry_return = torch.zeros(num_envs, dtype=torch.float64)
         self.carry_length = torch.zeros(num_envs, dtype=torch.long)
         self.result: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
 
     def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
         """Queue one call's ``[B]`` or ``[T, B]`` rewards, ends, and counted steps (real
-        steps, not reset rows; None: all)."""
-        if reward.ndim != 1:
-            reward, done = reward.reshape(-1), done.reshape(-1)
-        self.reward.append(reward)
-        self.done.append(done)
-        if counted is not None:
-            self.counted.append((self.size, counted.reshape(-1)))
-        self.last_size = reward.size
-        self.size += reward.size
-        if len(self.reward) >= 256:  # bound the memory of calls nobody asked stats for
+        steps, not reset rows; None: all). Nothing else: it runs at every ``collect(1)``."""
+        self.queue.append((reward, done, counted))
+        if len(self.queue) >= 256:  # bound the memory of calls nobody asked stats for
             self.read()
 
     def read(self) -> tuple[Tensor, Tensor]:
         """The returns and lengths of the episodes that ended during the last call."""
-        if not self.reward:
+        queue = self.queue
+        if not queue:
             return self.result
         B = self.num_envs
-        counted = np.ones(self.size, np.bool_)
-        for offset, part in self.counted:
-            counted[offset : offset + part.size] = part
+        reward = np.concatenate([r.reshape(-1) for r, _, _ in queue]).reshape(-1, B)
+        done = np.concatenate([d.reshape(-1) for _, d, _ in queue]).reshape(-1, B)
+        counted = np.ones(done.shape, np.bool_)
+        row = 0
+        for r, _, part in queue:
+            rows = r.size // B
+            if part is not None:
+                counted[row : row + rows] = part.reshape(rows, B)
+            row += rows
         returns, lengths, end_time, self.carry_return, self.carry_length = _episode_stats(
-            torch.from_numpy(np.concatenate(self.reward).reshape(-1, B)),
-            torch.from_numpy(np.concatenate(self.done).reshape(-1, B)),
-            torch.from_numpy(counted.reshape(-1, B)),
+            torch.from_numpy(reward),
+            torch.from_numpy(done),
+            torch.from_numpy(counted),
             self.carry_return,
             self.carry_length,
         )
-        in_last = end_time >= (self.size - self.last_size) // B
-        self.reward, self.done, self.counted, self.size = [], [], [], 0
+        in_last = end_time >= row - queue[-1][0].size // B
+        self.queue = []
         self.result = returns[in_last], lengths[in_last]
         return self.result
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
-        self.reward, self.done, self.counted, self.size = [], [], [], 0
+        self.queue = []
         self.carry_return.zero_()
         self.carry_length.zero_()
         self.result = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
@@ -266,8 +263,18 @@ class _Recording:
         returned ``obs`` and ``next_obs`` never share memory)."""
         n = self.length
         next_np = _tree_map(lambda a: a[1 : n + 1].copy(), self.obs)
-        for t, mask, rows in self.finals:
-            _put_rows(next_np, t, mask, rows)
+        finals = self.finals
+        if len(finals) == 1:
+            _put_rows(next_np, finals[0][0], finals[0][1], finals[0][2])
+        elif finals:  # one masked write per leaf: the rows come in time, then copy order
+            where = np.zeros(self.reward[:n].shape, np.bool_)
+            for t, mask, _rows in finals:
+                where[t] = mask
+
+            def put(array: np.ndarray, *rows: np.ndarray) -> None:
+                array[where] = np.concatenate(rows)
+
+            _tree_map(put, next_np, *(rows for _t, _mask, rows in finals))
         return next_np
 
     def tensors(self, env: VecEnv) -> _Steps:

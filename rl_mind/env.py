@@ -140,13 +140,19 @@ def _stack_rows(items: Sequence[Any]) -> Any:
     first = items[0]
     if isinstance(first, Mapping):
         return {key: _stack_rows([item[key] for item in items]) for key in first}
-    return np.array([np.asarray(item) for item in items])  # (np.stack is slower)
+    return np.array(items)  # (np.stack is slower)
 
 
-def _final_rows(info: dict[str, Any], done: np.ndarray) -> tuple[np.ndarray, Any] | None:
+def _final_rows(
+    info: dict[str, Any], terminated: np.ndarray, truncated: np.ndarray
+) -> tuple[np.ndarray, Any] | None:
     """Same-step mode: ``(mask, rows)``, the final observations of the copies that just
     ended (``rows`` in copy order, numpy), or None when no copy ended."""
-    mask = np.asarray(info.get("_final_obs", done), dtype=bool)
+    mask = info.get("_final_obs")
+    if mask is None:
+        mask = terminated | truncated
+    elif type(mask) is not np.ndarray or mask.dtype != np.bool_:
+        mask = np.asarray(mask, dtype=bool)
     if not np.count_nonzero(mask):  # (cheaper than mask.any(), which runs through Python)
         return None
     final = info["final_obs"]
@@ -154,7 +160,8 @@ def _final_rows(info: dict[str, Any], done: np.ndarray) -> tuple[np.ndarray, Any
         return mask, _tree_map(lambda array: np.asarray(array)[mask], final)
     if isinstance(final, np.ndarray) and final.dtype != object:  # natively vectorized
         return mask, final[mask]
-    return mask, _stack_rows(list(final[mask]))  # sync/async: one entry per copy
+    # sync/async: one entry per copy (tolist of an object array: the entries themselves)
+    return mask, _stack_rows(np.asarray(final, dtype=object)[mask].tolist())
 
 
 def _put_rows(batch: Any, index: Any, mask: np.ndarray, rows: Any) -> None:
@@ -544,7 +551,7 @@ class VecEnv:
         self._last_flags, self._last_done = (terminated, truncated), None
         final = None
         if self._same_step_reset and ("_final_obs" in info or "final_obs" in info):
-            final = _final_rows(info, terminated | truncated)
+            final = _final_rows(info, terminated, truncated)
         return obs, reward, terminated, truncated, final
 
     # ------------------------------------------------------------------ lifetime

@@ -21,7 +21,9 @@ Usage (one core per seed; torch at one thread)::
 ``--set KEY=VALUE`` (repeatable) changes a :class:`SelfPlayConfig` setting for an experiment,
 e.g. ``--set num_envs=256 --set hidden_sizes=128,128``; the JSON records the whole config.
 
-Win rates against a bot are not monotonic under self-play: read both columns.
+Win rates against a bot are not monotonic under self-play (20 points from one minute to the
+next): read both columns, and the mean of the second half's evaluations, a steadier measure
+for comparing settings than the last evaluation alone.
 """
 
 from __future__ import annotations
@@ -114,6 +116,11 @@ def run_seed(
                 ),
             }
         )
+    # the evaluations of the second half averaged: a steadier measure of a setting than the
+    # last evaluation alone (win rates against a bot swing by 20 points from one minute to
+    # the next under self-play)
+    second_half = [row for row in evaluations if row["minutes"] >= minutes / 2 * 0.99]
+    second_half_mean = {bot: float(np.mean([row[bot] for row in second_half])) for bot in BOTS}
     if trainer.archive[-1]["step"] != trainer.env_steps:
         trainer.take_snapshot()
     board, steps = trainer.leaderboard(n_snapshots=snapshots, n_matches=rr_matches, seed=seed)
@@ -144,6 +151,7 @@ def run_seed(
         "game_steps_per_second": trainer.env_steps / max(trainer.train_seconds, 1e-9),
         "evaluations": evaluations,
         "milestones": milestones,
+        "second_half_mean": second_half_mean,
         "leaderboard": [
             {"player": r.name, "rating": r.rating, "stderr": r.stderr} for r in board.rows
         ],
@@ -152,6 +160,10 @@ def run_seed(
         "last_beats_all_earlier": all(item["score"] > 0.5 for item in last_vs),
         "load_average": os.getloadavg(),
     }
+
+
+def _minutes(value: float | None) -> str:
+    return "never" if value is None else f"{value:.2f} min"
 
 
 def parse_changes(items: list[str]) -> dict[str, Any]:
@@ -228,9 +240,13 @@ def main() -> None:
         for m in result["milestones"]:
             print(
                 f"  >= {m['threshold']:.0%} vs {m['bot']:<10} ({m['kind']} {m['target_minutes']:g} min): "
-                f"first {m['first_minutes']} min / {m['first_env_steps']} steps; "
-                f"stays from {m['stays_from_minutes']} min; met: {m['met']}"
+                f"first {_minutes(m['first_minutes'])} / {m['first_env_steps']} steps; "
+                f"stays from {_minutes(m['stays_from_minutes'])}; met: {m['met']}"
             )
+        print(
+            "  mean of the second half's evaluations: "
+            + ", ".join(f"{bot} {rate:.1%}" for bot, rate in result["second_half_mean"].items())
+        )
         print(f"  Spearman(rating, training time) = {result['spearman_rating_vs_time']:.2f}")
         print(f"  last snapshot beats every earlier one: {result['last_beats_all_earlier']}")
         if args.out:
@@ -239,6 +255,9 @@ def main() -> None:
     finals = {bot: [r["evaluations"][-1][bot] for r in results] for bot in BOTS}
     print("\nfinal win rates (median over seeds): "
           + ", ".join(f"{bot} {np.median(v):.1%}" for bot, v in finals.items()))  # fmt: skip
+    halves = {bot: [r["second_half_mean"][bot] for r in results] for bot in BOTS}
+    print("second-half means (median over seeds): "
+          + ", ".join(f"{bot} {np.median(v):.1%}" for bot, v in halves.items()))  # fmt: skip
 
 
 if __name__ == "__main__":

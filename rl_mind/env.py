@@ -161,7 +161,7 @@ def _final_rows(
     if isinstance(final, np.ndarray) and final.dtype != object:  # natively vectorized
         return mask, final[mask]
     # sync/async: one entry per copy (tolist of an object array: the entries themselves)
-    return mask, _stack_rows(np.asarray(final, dtype=object)[mask].tolist())
+    return mask, _stack_rows(final[mask].tolist())
 
 
 def _put_rows(batch: Any, index: Any, mask: np.ndarray, rows: Any) -> None:

@@ -39,7 +39,7 @@ from torch import Tensor, nn
 
 from rl_mind.core import Action, ActionT, Observation
 from rl_mind.data import Episode, Rollout, Transitions, _index_rows, _rebuild
-from rl_mind.env import VecEnv, _put_rows, _tensor, _tree_map, _with_final_rows
+from rl_mind.env import VecEnv, _tensor, _tree_map, _with_final_rows
 
 __all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
 
@@ -263,18 +263,15 @@ class _Recording:
         returned ``obs`` and ``next_obs`` never share memory)."""
         n = self.length
         next_np = _tree_map(lambda a: a[1 : n + 1].copy(), self.obs)
-        finals = self.finals
-        if len(finals) == 1:
-            _put_rows(next_np, finals[0][0], finals[0][1], finals[0][2])
-        elif finals:  # one masked write per leaf: the rows come in time, then copy order
+        if self.finals:  # one masked write per leaf: the rows come in time, then copy order
             where = np.zeros(self.reward[:n].shape, np.bool_)
-            for t, mask, _rows in finals:
+            for t, mask, _rows in self.finals:
                 where[t] = mask
 
             def put(array: np.ndarray, *rows: np.ndarray) -> None:
                 array[where] = np.concatenate(rows)
 
-            _tree_map(put, next_np, *(rows for _t, _mask, rows in finals))
+            _tree_map(put, next_np, *(rows for _t, _mask, rows in self.finals))
         return next_np
 
     def tensors(self, env: VecEnv) -> _Steps:

@@ -103,49 +103,56 @@ def _first_tensor(actor: Any) -> Tensor | None:
     return None
 
 
-def _episode_stats(
-    reward: Tensor, done: Tensor, counted: Tensor, carry_return: Tensor, carry_length: Tensor
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """Returns and lengths of the episodes that end in a ``[T, B]`` segment.
+def _queued_rows(
+    queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]], num_envs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The queued calls as ``[N, B]`` arrays: rewards (float64, zero on the rows that do
+    not count), ends of counted steps, and the counted rows (None: all of them)."""
+    if len(queue) == 1:
+        reward, done, counted = queue[0]
+        reward = reward.reshape(-1, num_envs).astype(np.float64)
+        done = done.reshape(-1, num_envs)
+    else:
+        reward = np.concatenate([r.reshape(-1) for r, _, _ in queue]).reshape(-1, num_envs)
+        reward = reward.astype(np.float64, copy=False)
+        done = np.concatenate([d.reshape(-1) for _, d, _ in queue]).reshape(-1, num_envs)
+        counted = None
+        if any(part is not None for _, _, part in queue):
+            counted = np.concatenate(
+                [
+                    np.ones(r.size, np.bool_) if part is None else part.reshape(-1)
+                    for r, _, part in queue
+                ]
+            )
+    if counted is None:
+        return reward, done, None
+    counted = counted.reshape(-1, num_envs)
+    return reward * counted, done & counted, counted
 
-    ``counted`` marks the real steps (not next-step reset rows); ``carry_*`` ``[B]`` are the
-    return and length accumulated before the segment by episodes still running. Returns the
-    finished episodes' returns, lengths and end times (ordered by copy, then time) and the
-    new carries.
-    """
-    reward_bt = (reward * counted).t().double()  # [B, T]
-    count_bt = counted.t().long()
-    cum_return = reward_bt.cumsum(1) + carry_return.double().unsqueeze(1)
-    cum_length = count_bt.cumsum(1) + carry_length.unsqueeze(1)
-    done_bt = done.t() & counted.t()
-    copy_index, time_index = done_bt.nonzero(as_tuple=True)
-    end_return = cum_return[copy_index, time_index]
-    end_length = cum_length[copy_index, time_index]
-    # an episode starts after the previous end in the same copy (or at the carry)
-    same_copy = torch.zeros_like(copy_index, dtype=torch.bool)
-    same_copy[1:] = copy_index[1:] == copy_index[:-1]
-    previous_return = torch.zeros_like(end_return)
-    previous_length = torch.zeros_like(end_length)
-    previous_return[1:] = end_return[:-1]
-    previous_length[1:] = end_length[:-1]
-    returns = end_return - torch.where(same_copy, previous_return, 0.0)
-    lengths = end_length - torch.where(same_copy, previous_length, 0)
-    # what remains of the running episodes
-    total_return = cum_return[:, -1]
-    total_length = cum_length[:, -1]
-    last_end_return = torch.zeros_like(total_return)
-    last_end_length = torch.zeros_like(total_length)
-    last_end_return[copy_index] = end_return  # later ends overwrite earlier ones
-    last_end_length[copy_index] = end_length
-    new_carry_return = (total_return - last_end_return).to(carry_return.dtype)
-    new_carry_length = total_length - last_end_length
-    return returns.float(), lengths, time_index, new_carry_return, new_carry_length
+
+def _running_totals(
+    reward: np.ndarray,
+    counted: np.ndarray | None,
+    carry_return: np.ndarray,
+    carry_length: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``[N, B]`` return and length of each copy's running episode after every row, as if
+    no episode ended (an episode's own totals are differences of these)."""
+    cum_return = reward.cumsum(0)
+    cum_return += carry_return
+    if counted is None:
+        cum_length = np.arange(1, len(reward) + 1)[:, None] + carry_length
+    else:
+        cum_length = counted.cumsum(0, dtype=np.int64)
+        cum_length += carry_length
+    return cum_return, cum_length
 
 
 class _EpisodeStats:
     """The returns and lengths of the episodes that end during a ``collect``, computed only
     when read: each call queues its rewards and flags (so that ``collect(1)`` at every step
-    stays cheap), and reading folds the queue into the running carries.
+    stays cheap), and reading folds the queue into the running totals of each copy's
+    current episode.
 
     Queued arrays must not be shared with the data handed to the user, who may change that
     in place."""
@@ -155,49 +162,81 @@ class _EpisodeStats:
         # (reward, done, counted) of the calls not folded yet: [B] or [T, B] numpy arrays,
         # counted None when every step counts
         self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
-        self.carry_return = torch.zeros(num_envs, dtype=torch.float64)
-        self.carry_length = torch.zeros(num_envs, dtype=torch.long)
+        # return and length of each copy's running episode, up to the queued calls
+        self.carry_return = np.zeros(num_envs)
+        self.carry_length = np.zeros(num_envs, np.int64)
         self.result: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
 
     def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
         """Queue one call's ``[B]`` or ``[T, B]`` rewards, ends, and counted steps (real
         steps, not reset rows; None: all). Nothing else: it runs at every ``collect(1)``."""
-        self.queue.append((reward, done, counted))
-        if len(self.queue) >= 256:  # bound the memory of calls nobody asked stats for
-            self.read()
+        queue = self.queue
+        queue.append((reward, done, counted))
+        if len(queue) >= 256:  # bound the memory of calls nobody asked stats for
+            self._fold(queue[:-1])
+            del queue[:-1]
+
+    def _fold(self, queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> None:
+        """Advance the running totals past calls whose own episodes nobody will ask for:
+        only what each copy played after its last end there matters."""
+        reward, done, counted = _queued_rows(queue, self.num_envs)
+        n = len(done)
+        ended = done.any(0)
+        last_end = np.where(ended, n - 1 - done[::-1].argmax(0), -1)
+        after = np.arange(n)[:, None] > last_end  # [N, B]: the steps of the running episodes
+        self.carry_return = np.where(ended, 0.0, self.carry_return)
+        self.carry_return += np.where(after, reward, 0.0).sum(0)
+        if counted is not None:
+            after &= counted
+        self.carry_length = np.where(ended, 0, self.carry_length)
+        self.carry_length += np.count_nonzero(after, axis=0)
 
     def read(self) -> tuple[Tensor, Tensor]:
         """The returns and lengths of the episodes that ended during the last call."""
         queue = self.queue
         if not queue:
             return self.result
-        B = self.num_envs
-        reward = np.concatenate([r.reshape(-1) for r, _, _ in queue]).reshape(-1, B)
-        done = np.concatenate([d.reshape(-1) for _, d, _ in queue]).reshape(-1, B)
-        counted = np.ones(done.shape, np.bool_)
-        row = 0
-        for r, _, part in queue:
-            rows = r.size // B
-            if part is not None:
-                counted[row : row + rows] = part.reshape(rows, B)
-            row += rows
-        returns, lengths, end_time, self.carry_return, self.carry_length = _episode_stats(
-            torch.from_numpy(reward),
-            torch.from_numpy(done),
-            torch.from_numpy(counted),
-            self.carry_return,
-            self.carry_length,
-        )
-        in_last = end_time >= row - queue[-1][0].size // B
+        if len(queue) > 1:
+            self._fold(queue[:-1])
         self.queue = []
-        self.result = returns[in_last], lengths[in_last]
+        reward, done, counted = _queued_rows(queue[-1:], self.num_envs)
+        if not np.count_nonzero(done):  # no episode ended: only the running totals move
+            self.carry_return += reward.sum(0)
+            self.carry_length += len(done) if counted is None else counted.sum(0)
+            self.result = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+            return self.result
+        cum_return, cum_length = _running_totals(
+            reward, counted, self.carry_return, self.carry_length
+        )
+        # the ends, copy by copy and in time order within a copy
+        copy_index, time_index = np.nonzero(done.T)
+        end_return = cum_return[time_index, copy_index]
+        end_length = cum_length[time_index, copy_index]
+        # each episode started after the previous end in its copy (or at the carry)
+        same_copy = np.zeros(len(copy_index), np.bool_)
+        np.equal(copy_index[1:], copy_index[:-1], out=same_copy[1:])
+        returns = end_return.copy()
+        returns[1:] -= np.where(same_copy[1:], end_return[:-1], 0.0)
+        lengths = end_length.copy()
+        lengths[1:] -= np.where(same_copy[1:], end_length[:-1], 0)
+        # what remains of the running episodes: totals after each copy's last end
+        last = np.ones(len(copy_index), np.bool_)
+        last[:-1] = ~same_copy[1:]
+        self.carry_return = cum_return[-1].copy()
+        self.carry_length = cum_length[-1].copy()
+        self.carry_return[copy_index[last]] -= end_return[last]
+        self.carry_length[copy_index[last]] -= end_length[last]
+        self.result = (
+            torch.from_numpy(returns.astype(np.float32)),
+            torch.from_numpy(lengths),
+        )
         return self.result
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
         self.queue = []
-        self.carry_return.zero_()
-        self.carry_length.zero_()
+        self.carry_return = np.zeros(self.num_envs)
+        self.carry_length = np.zeros(self.num_envs, np.int64)
         self.result = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
 
 

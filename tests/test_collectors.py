@@ -6,11 +6,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 import pytest
 import torch
 from torch import Tensor, nn
 
-from rl_mind.collectors import EpisodeCollector, RolloutCollector, TransitionCollector
+from rl_mind.collectors import (
+    EpisodeCollector,
+    RolloutCollector,
+    TransitionCollector,
+    _EpisodeStats,
+)
 from rl_mind.core import Action, Actor, StochasticAction, TensorStruct
 from rl_mind.data import Episode, Rollout, Transitions
 from rl_mind.env import VecEnv
@@ -375,6 +381,55 @@ def test_episode_statistics_after_hundreds_of_unread_collect_one_calls(same_step
             if i in (299, 598, 599):
                 assert stats(collector) == sorted(ended)
         assert ended or stats(collector) == []
+
+
+def reference_statistics(calls, num_envs):
+    """Step-by-step episode bookkeeping of queued ``(reward, done, counted)`` calls: the
+    (copy, return, length) of the episodes that end in each call."""
+    running = [[0.0, 0] for _ in range(num_envs)]
+    per_call = []
+    for reward, done, counted in calls:
+        rows = reward.reshape(-1, num_envs)
+        ends = done.reshape(-1, num_envs)
+        real = np.ones(rows.shape, bool) if counted is None else counted.reshape(-1, num_envs)
+        ended = []
+        for t in range(len(rows)):
+            for b in range(num_envs):
+                if real[t, b]:
+                    running[b][0] += float(rows[t, b])
+                    running[b][1] += 1
+                    if ends[t, b]:
+                        ended.append((b, t, *running[b]))
+                        running[b] = [0.0, 0]
+        per_call.append([(ret, length) for _, _, ret, length in sorted(ended)])
+    return per_call
+
+
+@pytest.mark.parametrize("num_envs", [1, 5])
+def test_episode_statistics_match_step_by_step_bookkeeping(num_envs):
+    # random calls of 1 or several steps, some with uncounted (reset) rows, read at random
+    # moments and sometimes not for hundreds of calls (folded away in bulk meanwhile)
+    rng = np.random.default_rng(0)
+    stats_ = _EpisodeStats(num_envs)
+    calls, reports = [], {}
+    for i in range(900):
+        steps = 1 if rng.random() < 0.7 else int(rng.integers(2, 9))
+        shape = (num_envs,) if steps == 1 and rng.random() < 0.5 else (steps, num_envs)
+        reward = rng.integers(-3, 4, size=shape).astype(np.float32)
+        done = rng.random(shape) < 0.15
+        counted = None if rng.random() < 0.5 else rng.random(shape) < 0.8
+        calls.append((reward, done, counted))
+        stats_.push(reward.copy(), done.copy(), None if counted is None else counted.copy())
+        if rng.random() < 0.2 or 300 <= i < 600 and i != 599:
+            continue  # not read after this call
+        returns, lengths = stats_.read()
+        assert returns.dtype == torch.float32 and lengths.dtype == torch.long
+        assert stats_.read()[0] is returns  # a second read: the same report
+        reports[i] = list(zip(returns.tolist(), lengths.tolist()))
+    expected = reference_statistics(calls, num_envs)
+    assert len(reports) > 300 and sum(map(len, reports.values())) > 100
+    for i, report in reports.items():
+        assert report == expected[i], f"call {i}"
 
 
 @pytest.mark.parametrize("n_steps", [1, 40])

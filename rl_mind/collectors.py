@@ -165,7 +165,9 @@ class _EpisodeStats:
         # return and length of each copy's running episode, up to the queued calls
         self.carry_return = np.zeros(num_envs)
         self.carry_length = np.zeros(num_envs, np.int64)
-        self.result: tuple[Tensor, Tensor] = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+        # (an empty report holds nothing to change: one pair serves them all)
+        self.nothing_ended = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+        self.result: tuple[Tensor, Tensor] = self.nothing_ended
 
     def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
         """Queue one call's ``[B]`` or ``[T, B]`` rewards, ends, and counted steps (real
@@ -199,12 +201,19 @@ class _EpisodeStats:
         if len(queue) > 1:
             self._fold(queue[:-1])
         self.queue = []
-        reward, done, counted = _queued_rows(queue[-1:], self.num_envs)
+        reward, done, counted = queue[-1]
         if not np.count_nonzero(done):  # no episode ended: only the running totals move
-            self.carry_return += reward.sum(0)
-            self.carry_length += len(done) if counted is None else counted.sum(0)
-            self.result = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+            rows = reward.reshape(-1, self.num_envs)
+            if counted is None:
+                self.carry_return += rows.sum(0, dtype=np.float64)
+                self.carry_length += len(rows)
+            else:
+                real = counted.reshape(rows.shape)
+                self.carry_return += np.where(real, rows, 0.0).sum(0)
+                self.carry_length += real.sum(0)
+            self.result = self.nothing_ended
             return self.result
+        reward, done, counted = _queued_rows(queue[-1:], self.num_envs)
         cum_return, cum_length = _running_totals(
             reward, counted, self.carry_return, self.carry_length
         )
@@ -237,7 +246,7 @@ class _EpisodeStats:
         self.queue = []
         self.carry_return = np.zeros(self.num_envs)
         self.carry_length = np.zeros(self.num_envs, np.int64)
-        self.result = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+        self.result = self.nothing_ended
 
 
 class _Recording:

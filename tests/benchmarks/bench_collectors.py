@@ -5,10 +5,11 @@ Run: ``python tests/benchmarks/bench_collectors.py [--rounds 7] [--seconds 0.5] 
 Collectors (CartPole-v1, ``num_envs`` 1, 8, 64, the same 2×64 tanh actor that samples an
 action and its log-probability, torch at 1 thread): env steps/s of a hand-written loop over
 ``gymnasium.make_vec`` (numpy in, torch policy, numpy out, same auto-reset mode — the
-baseline) and of each collector. Replay buffer (capacity 1,000,000, CartPole-sized
-transitions): ``add`` of 1 and of 256 transitions and ``sample(256)`` against a plain
-preallocated tensor ring, and a numpy ring (the kind of buffer Stable-Baselines3 uses) for
-the single-transition ``add``.
+baseline) and of each collector, also of ``collect(1)`` followed by a read of
+``episode_returns`` at every step (the practicals' logging loop). Replay buffer (capacity
+1,000,000, CartPole-sized transitions): ``add`` of 1 and of 256 transitions and
+``sample(256)`` against a plain preallocated tensor ring, and a numpy ring (the kind of
+buffer Stable-Baselines3 uses) for the single-transition ``add``.
 
 The machine is shared and noisy: contestants are timed in interleaved rounds, each round
 cut into short turns taken in a new random order (so that all contestants see the same
@@ -90,6 +91,7 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
     same_step = VecEnv("CartPole-v1", num_envs, seed=0, same_step_reset=True)
     transitions = TransitionCollector(next_step, actor)
     transitions_1 = TransitionCollector(VecEnv("CartPole-v1", num_envs, seed=0), actor)
+    transitions_logged = TransitionCollector(VecEnv("CartPole-v1", num_envs, seed=0), actor)
     rollouts = RolloutCollector(same_step, actor)
     episode_env = VecEnv("CartPole-v1", num_envs, seed=0)
     episodes = EpisodeCollector(episode_env, actor)
@@ -114,6 +116,13 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
             transitions_1.collect(1)
         return chunk * num_envs
 
+    def transition_single_logged() -> int:
+        # the practicals' loop: collect(1), then the returns of the episodes that ended
+        for _ in range(chunk):
+            transitions_logged.collect(1)
+            len(transitions_logged.episode_returns)
+        return chunk * num_envs
+
     def rollout_chunk() -> int:
         rollouts.collect(chunk)
         return chunk * num_envs
@@ -128,6 +137,7 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
     return {
         "TransitionCollector.collect(n)": transition_chunk,
         "TransitionCollector.collect(1)": transition_single,
+        "collect(1) + episode_returns": transition_single_logged,
         "RolloutCollector.collect(n)": rollout_chunk,
         "EpisodeCollector.collect(4B)": episode_chunk,
     }
@@ -146,6 +156,7 @@ def bench_collectors(rounds: int, seconds: float, slices: int) -> None:
         baseline_of = {
             "TransitionCollector.collect(n)": "next",
             "TransitionCollector.collect(1)": "next",
+            "collect(1) + episode_returns": "next",
             "RolloutCollector.collect(n)": "same",
             "EpisodeCollector.collect(4B)": "next",
             "control: baseline loop again": "next",

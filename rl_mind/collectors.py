@@ -209,7 +209,7 @@ class _EpisodeStats:
                 self.carry_length += len(rows)
             else:
                 real = counted.reshape(rows.shape)
-                self.carry_return += np.where(real, rows, 0.0).sum(0)
+                self.carry_return += np.where(real, rows, 0.0).sum(0, dtype=np.float64)
                 self.carry_length += real.sum(0)
             self.result = self.nothing_ended
             return self.result

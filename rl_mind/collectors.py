@@ -202,17 +202,8 @@ class _EpisodeStats:
             self._fold(queue[:-1])
         self.queue = []
         reward, done, counted = queue[-1]
-        if not np.count_nonzero(done):  # no episode ended: only the running totals move
-            rows = reward.reshape(-1, self.num_envs)
-            if counted is None:
-                self.carry_return += rows.sum(0, dtype=np.float64)
-                self.carry_length += len(rows)
-            else:
-                real = counted.reshape(rows.shape)
-                self.carry_return += np.where(real, rows, 0.0).sum(0, dtype=np.float64)
-                self.carry_length += real.sum(0)
-            self.result = self.nothing_ended
-            return self.result
+        if reward.size == self.num_envs:  # one step (collect(1)): one end per copy at most
+            return self._read_step(reward.reshape(-1), done.reshape(-1), counted)
         reward, done, counted = _queued_rows(queue[-1:], self.num_envs)
         cum_return, cum_length = _running_totals(
             reward, counted, self.carry_return, self.carry_length
@@ -239,6 +230,29 @@ class _EpisodeStats:
             torch.from_numpy(returns.astype(np.float32)),
             torch.from_numpy(lengths),
         )
+        return self.result
+
+    def _read_step(
+        self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None
+    ) -> tuple[Tensor, Tensor]:
+        """``read`` of a single step ``[B]``: add it to the running totals, and report and
+        restart those of the copies whose episode it ended."""
+        if counted is None:
+            self.carry_return = self.carry_return + reward
+            self.carry_length = self.carry_length + 1
+        else:
+            real = counted.reshape(-1)
+            self.carry_return = self.carry_return + np.where(real, reward, 0.0)
+            self.carry_length = self.carry_length + real
+            done = done & real
+        if not np.count_nonzero(done):
+            self.result = self.nothing_ended
+            return self.result
+        ended = done.nonzero()[0]
+        returns, lengths = self.carry_return[ended], self.carry_length[ended]
+        self.carry_return[ended] = 0.0
+        self.carry_length[ended] = 0
+        self.result = (torch.from_numpy(returns.astype(np.float32)), torch.from_numpy(lengths))
         return self.result
 
     def clear(self) -> None:

@@ -165,7 +165,7 @@ class _EpisodeStats:
         # return and length of each copy's running episode, up to the queued calls
         self.carry_return = np.zeros(num_envs)
         self.carry_length = np.zeros(num_envs, np.int64)
-        # (an empty report holds nothing to change: one pair serves them all)
+        # the report when no episode ended (one pair of empty tensors serves them all)
         self.nothing_ended = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
         self.result: tuple[Tensor, Tensor] = self.nothing_ended
 

@@ -29,16 +29,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rl_mind.core import Action, ActionT, Observation
-from rl_mind.data import Episode, Rollout, Transitions, _index_rows, _rebuild
+from rl_mind.core import Action, ActionT, Observation, TensorStruct
+from rl_mind.data import Episode, Rollout, Transitions, _index_rows
 from rl_mind.env import VecEnv, _tensor, _tree_map, _with_final_rows
 
 __all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
@@ -661,36 +662,52 @@ class EpisodeCollector(_Collector[ActionT]):
         lengths = np.diff(keep.T.cumsum(1)[ends_np.T].reshape(B, quota), axis=1, prepend=0)
         sizes = lengths.ravel().tolist()
         device = self.env.device
-        keep_bt = torch.from_numpy(np.ascontiguousarray(keep.T)).to(device)
-        done_bt = torch.from_numpy(np.ascontiguousarray(ends_np.T)).to(device)  # [B, T]
+        # the kept steps and the ends, as rows of the flat [T*B] steps in copy-then-time order
+        copy_index, time_index = np.nonzero(keep.T)
+        kept_rows = torch.from_numpy(time_index * B + copy_index).to(device)
+        end_copy, end_time = np.nonzero(ends_np.T)
+        end_rows = torch.from_numpy(end_time * B + end_copy).to(device)
         stacked = recording.tensors(self.env)
 
-        def rows(data: Any, mask: Tensor) -> Any:
-            """``[T, B, ...]`` -> the rows of ``mask`` ``[B, T]``, copy by copy."""
-            if isinstance(data, Tensor):
-                return data.transpose(0, 1)[mask]
-            return data._apply_batched(lambda t: t.transpose(0, 1)[mask])
+        def rows(data: Any, index: Tensor) -> Any:
+            """``[T, B, ...]`` -> the rows ``index`` of its flat ``[T*B, ...]`` steps."""
 
-        obs_parts = _split(rows(stacked.obs, keep_bt), sizes)
-        action_parts = _split(rows(stacked.action, keep_bt), sizes)
-        reward_parts = rows(stacked.reward, keep_bt).split(sizes)
-        final_obs = _unbind(rows(stacked.next_obs, done_bt))
-        ended_by_termination = terminated.T[ends_np.T].tolist()
+            def take(tensor: Tensor) -> Tensor:
+                return tensor.reshape(-1, *tensor.shape[2:]).index_select(0, index)
+
+            return take(data) if isinstance(data, Tensor) else data._apply_batched(take)
+
+        obs_parts = _split(rows(stacked.obs, kept_rows), sizes)
+        action_parts = _split(rows(stacked.action, kept_rows), sizes)
+        reward_parts = rows(stacked.reward, kept_rows).split(sizes)
+        final_obs = _unbind(rows(stacked.next_obs, end_rows))
+        ended_by_termination = terminated[end_time, end_copy].tolist()
         parts = zip(obs_parts, action_parts, reward_parts, final_obs, ended_by_termination)
         return [Episode._trusted(*episode) for episode in parts]
 
 
+def _pieces(data: Any, cut: Callable[[Tensor], Sequence[Tensor]], count: int) -> list[Any]:
+    """``cut`` (into ``count`` pieces) applied to a tensor, or to every batched tensor of a
+    struct (nested ones included) and the pieces put back together: ``count`` structs,
+    each carrying the unbatched fields along."""
+    if isinstance(data, Tensor):
+        return list(cut(data))
+    columns: list[Iterable[Any]] = []
+    for name, batched in data._fields():
+        value = getattr(data, name)
+        if batched and isinstance(value, Tensor | TensorStruct):
+            columns.append(_pieces(value, cut, count))
+        else:
+            columns.append(itertools.repeat(value, count))
+    struct_type = type(data)
+    return [struct_type._trusted(*values) for values in zip(*columns)]
+
+
 def _split(data: Any, sizes: list[int]) -> list[Any]:
     """Split a ``[N, ...]`` tensor or struct into consecutive pieces of ``sizes`` rows."""
-    if isinstance(data, Tensor):
-        return list(data.split(sizes))
-    leaves = [tensor.split(sizes) for tensor in data.tensors()]
-    return [_rebuild(data, iter(parts)) for parts in zip(*leaves)]
+    return _pieces(data, lambda tensor: tensor.split(sizes), len(sizes))
 
 
 def _unbind(data: Any) -> list[Any]:
     """The rows of a ``[N, ...]`` tensor or struct, without the leading dimension."""
-    if isinstance(data, Tensor):
-        return list(data.unbind(0))
-    leaves = [tensor.unbind(0) for tensor in data.tensors()]
-    return [_rebuild(data, iter(row)) for row in zip(*leaves)]
+    return _pieces(data, lambda tensor: tensor.unbind(0), len(data))

@@ -4,6 +4,7 @@ statistics across calls, and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 import numpy as np
@@ -17,7 +18,7 @@ from rl_mind.collectors import (
     TransitionCollector,
     _EpisodeStats,
 )
-from rl_mind.core import Action, Actor, StochasticAction, TensorStruct
+from rl_mind.core import Action, Actor, StochasticAction, TensorStruct, unbatched
 from rl_mind.data import Episode, Rollout, Transitions
 from rl_mind.env import VecEnv
 from tests.toy_envs import (
@@ -328,6 +329,38 @@ def test_episode_collector_raises_on_an_environment_that_never_ends():
         collector = EpisodeCollector(env, ConstantActor(), max_steps=50)
         with pytest.raises(RuntimeError, match=r"after 50 steps per copy.*ever end.*max_steps"):
             collector.collect(1)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaledAction(StochasticAction):
+    """An action with a field that has no batch dimension (a temperature, a scale...)."""
+
+    scale: Tensor = unbatched()
+
+
+class ScaledActor(Actor[ScaledAction]):
+    def forward(self, obs: Tensor) -> ScaledAction:
+        action = policy_action(decode(obs))
+        return ScaledAction(action, torch.zeros(len(obs)), torch.tensor([2.0, 3.0]))
+
+
+@pytest.mark.parametrize("kind", ["transitions", "rollout", "episodes"])
+def test_actions_with_an_unbatched_field(kind):
+    # the unbatched field is carried along, never split, indexed or concatenated
+    with counter(3, "box", same_step_reset=kind == "rollout") as env:
+        if kind == "episodes":
+            episodes = EpisodeCollector(env, ScaledActor()).collect(5)
+            actions = [episode.action for episode in episodes]
+            assert [len(a) for a in actions] == [len(episode) for episode in episodes]
+        elif kind == "rollout":
+            actions = [RolloutCollector(env, ScaledActor()).collect(6).action]
+            assert actions[0].value.shape == (6, 3)
+        else:
+            collector = TransitionCollector(env, ScaledActor())
+            actions = [collector.collect(6).action, collector.collect(1).action]
+    for action in actions:
+        assert isinstance(action, ScaledAction)
+        assert torch.equal(action.scale, torch.tensor([2.0, 3.0]))
 
 
 # ---------------------------------------------------------------------- bad input

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rl_mind.core import ActionT, Observation, TensorStruct, unbatched
+from rl_mind.core import ActionT, Observation, TensorStruct, _same_value, unbatched
 
 __all__ = ["Episode", "ReplayBuffer", "Rollout", "Transitions", "minibatches"]
 
@@ -117,20 +117,25 @@ class Rollout(TensorStruct, Generic[ActionT]):
 StructT = TypeVar("StructT", bound=TensorStruct)
 
 
-def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list[str]]:
-    """Dotted paths of every tensor and every nested struct of ``struct``, in field order."""
+def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list[str], list[str]]:
+    """Dotted paths, in field order, of every batched tensor, every nested batched struct,
+    and every unbatched field (carried along as it is) of ``struct``."""
     leaves: list[str] = []
     nodes: list[str] = []
-    for name, _batched in struct._fields():
+    fixed: list[str] = []
+    for name, batched in struct._fields():
         value = getattr(struct, name)
-        if isinstance(value, Tensor):
+        if not batched:
+            fixed.append(prefix + name)
+        elif isinstance(value, Tensor):
             leaves.append(prefix + name)
         elif isinstance(value, TensorStruct):
             nodes.append(prefix + name)
-            sub_leaves, sub_nodes = _leaf_paths(value, f"{prefix}{name}.")
+            sub_leaves, sub_nodes, sub_fixed = _leaf_paths(value, f"{prefix}{name}.")
             leaves += sub_leaves
             nodes += sub_nodes
-    return leaves, nodes
+            fixed += sub_fixed
+    return leaves, nodes, fixed
 
 
 def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -144,16 +149,36 @@ def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
 
 
 def _rebuild(template: StructT, leaves: Iterator[Tensor]) -> StructT:
-    """``template`` with its tensors replaced, in order, by ``leaves`` (unchecked)."""
+    """``template`` with its batched tensors replaced, in order, by ``leaves`` (unchecked);
+    unbatched fields are kept as they are."""
     values = []
-    for name, _batched in template._fields():
+    for name, batched in template._fields():
         value = getattr(template, name)
-        if isinstance(value, Tensor):
-            value = next(leaves)
-        elif isinstance(value, TensorStruct):
-            value = _rebuild(value, leaves)
+        if batched:
+            if isinstance(value, Tensor):
+                value = next(leaves)
+            elif isinstance(value, TensorStruct):
+                value = _rebuild(value, leaves)
         values.append(value)
     return type(template)._trusted(*values)
+
+
+def _to_device(value: Any, device: torch.device) -> Any:
+    """A tensor or struct moved to ``device``; anything else as it is."""
+    return value.to(device) if isinstance(value, Tensor | TensorStruct) else value
+
+
+def _unbatched_to(struct: StructT, device: torch.device) -> StructT:
+    """``struct`` with its unbatched tensors and structs (nested ones included) on ``device``."""
+    values = []
+    for name, batched in struct._fields():
+        value = getattr(struct, name)
+        if not batched:
+            value = _to_device(value, device)
+        elif isinstance(value, TensorStruct):
+            value = _unbatched_to(value, device)
+        values.append(value)
+    return type(struct)._trusted(*values)
 
 
 class ReplayBuffer(Generic[ActionT]):
@@ -163,7 +188,8 @@ class ReplayBuffer(Generic[ActionT]):
     ``device`` (default: CPU). When full, each ``add`` overwrites the oldest items; an
     ``add`` larger than ``capacity`` keeps its newest ``capacity`` items. Every ``add``
     is checked against the storage (same struct types, per-item shapes and dtypes) and a
-    rejected one changes nothing.
+    rejected one changes nothing. An ``unbatched()`` field is stored once, from the first
+    ``add``: later adds must carry the same value, and samples carry it along.
     """
 
     def __init__(self, capacity: int, device: torch.device | str | None = None) -> None:
@@ -181,6 +207,10 @@ class ReplayBuffer(Generic[ActionT]):
         self._get_leaves: Callable[[Any], tuple[Any, ...]] = _getter([])
         self._get_nodes: Callable[[Any], tuple[Any, ...]] = _getter([])
         self._node_types: tuple[type, ...] = ()
+        # unbatched fields (e.g. an action's scale): stored once, every add must agree
+        self._fixed_names: list[str] = []
+        self._get_fixed: Callable[[Any], tuple[Any, ...]] = _getter([])
+        self._fixed_values: tuple[Any, ...] = ()
         self._position = 0  # where the next item goes
         self._size = 0
 
@@ -191,10 +221,12 @@ class ReplayBuffer(Generic[ActionT]):
         return f"ReplayBuffer(capacity={self.capacity}, size={self._size}, device={self.device})"
 
     def _allocate(self, transitions: Transitions[ActionT]) -> None:
-        leaf_paths, node_paths = _leaf_paths(transitions)
+        leaf_paths, node_paths, fixed_paths = _leaf_paths(transitions)
         self._leaf_names = leaf_paths
         self._get_leaves = _getter(leaf_paths)
         self._get_nodes = _getter(node_paths)
+        self._fixed_names = fixed_paths
+        self._get_fixed = _getter(fixed_paths)
         self._node_types = tuple(type(node) for node in self._get_nodes(transitions))
         leaves = self._get_leaves(transitions)
         self._layout = [(tuple(t.shape[1:]), t.dtype) for t in leaves]
@@ -208,7 +240,10 @@ class ReplayBuffer(Generic[ActionT]):
                 self._arrays = [store.numpy() for store in self._storage]
             except TypeError:  # a dtype numpy lacks (bfloat16): use the torch path
                 self._arrays = None
-        self._template = transitions
+        # what sample rebuilds: the batched tensors come from the storage, the unbatched
+        # fields from here, moved to the buffer's device too
+        self._template = _unbatched_to(transitions, self.device) if fixed_paths else transitions
+        self._fixed_values = self._get_fixed(self._template)
 
     def _check(self, transitions: Transitions[ActionT], leaves: tuple[Tensor, ...]) -> None:
         template = self._template
@@ -238,6 +273,20 @@ class ReplayBuffer(Generic[ActionT]):
                     f"{list(shape)} {dtype} (set by the first add)"
                 )
 
+    def _check_fixed(self, transitions: Transitions[ActionT]) -> None:
+        """Unbatched fields must be those of the first add (they are stored once)."""
+        try:
+            values = self._get_fixed(transitions)
+        except AttributeError:
+            return  # not the stored struct types: the type check says so
+        for name, value, stored in zip(self._fixed_names, values, self._fixed_values):
+            if not _same_value(stored, _to_device(value, self.device)):
+                raise ValueError(
+                    f"ReplayBuffer: the unbatched field {name!r} is {value!r}, but the buffer "
+                    f"stores {stored!r} (set by the first add; an unbatched field is stored "
+                    f"once, so every add must carry the same value)"
+                )
+
     def add(self, transitions: Transitions[ActionT]) -> None:
         """Append ``N`` transitions (``[N, ...]``), overwriting the oldest when full."""
         if not isinstance(transitions, Transitions):
@@ -246,6 +295,8 @@ class ReplayBuffer(Generic[ActionT]):
             )
         if self._template is None:
             self._allocate(transitions)
+        elif self._fixed_names:
+            self._check_fixed(transitions)
         try:
             leaves = self._get_leaves(transitions)
         except AttributeError:

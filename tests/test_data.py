@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import Tensor
 
-from rl_mind.core import Action, StochasticAction, TensorStruct
+from rl_mind.core import Action, StochasticAction, TensorStruct, unbatched
 from rl_mind.data import Episode, ReplayBuffer, Rollout, Transitions, minibatches
 
 SETTINGS = settings(max_examples=50, deadline=None)
@@ -115,6 +115,38 @@ def test_replay_buffer_stores_dict_observations_and_a_device():
     assert torch.equal(batch.obs.cell, batch.reward.long())
     assert torch.equal(batch.obs.position[:, 0], 2 * batch.reward)
     assert set(batch.obs.cell.tolist()) <= {2, 3, 4, 5, 6}
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaledAction(StochasticAction):
+    scale: Tensor = unbatched()  # one value for the whole batch
+
+
+def scaled(ids: list[int], scale: list[float]) -> Transitions[ScaledAction]:
+    data = transitions(ids)
+    action = ScaledAction(data.action.value, data.action.log_prob, torch.tensor(scale))
+    return dataclasses.replace(data, action=action)
+
+
+def test_replay_buffer_stores_an_unbatched_field_once():
+    buffer: ReplayBuffer[ScaledAction] = ReplayBuffer(4)
+    buffer.add(scaled([0, 1, 2], [2.0, 3.0]))
+    buffer.add(scaled([3, 4], [2.0, 3.0]))  # wraps around
+    batch = buffer.sample(64, generator=torch.Generator().manual_seed(0))
+    assert isinstance(batch.action, ScaledAction)
+    assert torch.equal(batch.action.scale, torch.tensor([2.0, 3.0]))
+    assert set(ids_of(batch)) == {1, 2, 3, 4}
+    with pytest.raises(ValueError, match=r"unbatched field 'action.scale'.*same value"):
+        buffer.add(scaled([5], [2.0, 4.0]))
+    assert len(buffer) == 4 and set(ids_of(buffer.sample(64))) == {1, 2, 3, 4}
+    # on a buffer's device, the unbatched field is there too (the "meta" device stands in
+    # for a GPU: every tensor of a sample must be on it)
+    elsewhere: ReplayBuffer[ScaledAction] = ReplayBuffer(4, device="meta")
+    elsewhere.add(scaled([0, 1], [2.0, 3.0]))
+    batch = elsewhere.sample(3)
+    assert {t.device.type for t in (batch.action.scale, batch.action.value, batch.reward)} == {
+        "meta"
+    }
 
 
 # ---------------------------------------------------------------------- ReplayBuffer, bad input

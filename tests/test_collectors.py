@@ -417,8 +417,8 @@ def test_episode_statistics_after_hundreds_of_unread_collect_one_calls(same_step
 
 
 def reference_statistics(calls, num_envs):
-    """Step-by-step episode bookkeeping of queued ``(reward, done, counted)`` calls: the
-    (copy, return, length) of the episodes that end in each call."""
+    """Step-by-step episode bookkeeping of queued ``(reward, done, counted)`` calls: for each
+    call, the (return, length) of the episodes that end in it, copy by copy, in time order."""
     running = [[0.0, 0] for _ in range(num_envs)]
     per_call = []
     for reward, done, counted in calls:
@@ -453,7 +453,7 @@ def test_episode_statistics_match_step_by_step_bookkeeping(num_envs):
         counted = None if rng.random() < 0.5 else rng.random(shape) < 0.8
         calls.append((reward, done, counted))
         stats_.push(reward.copy(), done.copy(), None if counted is None else counted.copy())
-        if rng.random() < 0.2 or 300 <= i < 600 and i != 599:
+        if rng.random() < 0.2 or (300 <= i < 600 and i != 599):
             continue  # not read after this call
         returns, lengths = stats_.read()
         assert returns.dtype == torch.float32 and lengths.dtype == torch.long

@@ -109,25 +109,14 @@ def _queued_rows(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The queued calls as ``[N, B]`` arrays: rewards (float64, zero on the rows that do
     not count), ends of counted steps, and the counted rows (None: all of them)."""
-    if len(queue) == 1:
-        reward, done, counted = queue[0]
-        reward = reward.reshape(-1, num_envs).astype(np.float64)
-        done = done.reshape(-1, num_envs)
-    else:
-        reward = np.concatenate([r.reshape(-1) for r, _, _ in queue]).reshape(-1, num_envs)
-        reward = reward.astype(np.float64, copy=False)
-        done = np.concatenate([d.reshape(-1) for _, d, _ in queue]).reshape(-1, num_envs)
-        counted = None
-        if any(part is not None for _, _, part in queue):
-            counted = np.concatenate(
-                [
-                    np.ones(r.size, np.bool_) if part is None else part.reshape(-1)
-                    for r, _, part in queue
-                ]
-            )
-    if counted is None:
+    reward = np.concatenate([r.reshape(-1) for r, _, _ in queue]).reshape(-1, num_envs)
+    reward = reward.astype(np.float64, copy=False)
+    done = np.concatenate([d.reshape(-1) for _, d, _ in queue]).reshape(-1, num_envs)
+    if all(part is None for _, _, part in queue):
         return reward, done, None
-    counted = counted.reshape(-1, num_envs)
+    counted = np.concatenate(
+        [np.ones(r.size, np.bool_) if part is None else part.reshape(-1) for r, _, part in queue]
+    ).reshape(-1, num_envs)
     return reward * counted, done & counted, counted
 
 

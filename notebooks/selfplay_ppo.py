@@ -37,6 +37,7 @@
 
 # %%
 # On Colab or a fresh machine: %pip install rl-mind
+import copy
 import dataclasses
 import math
 import os
@@ -99,6 +100,7 @@ class Config:
     latest_probability: float = 0.5  # opponent = the live learner, else a pool snapshot
     snapshot_every: int = Profile.pick(10, fast_test=2)  # updates
     pool_capacity: int = 64
+    policy_averaging: float = 0.2  # the agent averages the learner's recent weights
     eval_every_seconds: float = Profile.pick(30.0, fast_test=3.0)
     eval_matches: int = Profile.pick(100, fast_test=4)
     leaderboard_snapshots: int = Profile.pick(8, fast_test=3)
@@ -395,8 +397,18 @@ def ppo_loss(
 # the PFSP statistics of the pool). Every `eval_every_seconds` we play the bots with
 # `play_matches` (both sides equally); the win rates go to TensorBoard and to the progress
 # bar.
+#
+# **Which policy do we keep?** Under self-play the learner keeps adapting to its latest
+# opponents: its win rate against a fixed bot swings by 10–20 points from one minute to
+# the next, even late in training. So the **agent** we evaluate and keep is not the
+# learner's latest weights but their running average (**Polyak averaging**): after update
+# $n$, $\bar\theta \leftarrow \bar\theta + \tau_n(\theta - \bar\theta)$ with
+# $\tau_n = 1 / (1 + 0.2\,n)$, a moving average whose horizon grows with the run (about two
+# thirds of it comes from the last fifth of the updates). The learner, and the snapshots in
+# the pool, stay the live weights: only what we *report* is averaged.
 
 # %%
+agent = copy.deepcopy(policy).requires_grad_(False)  # the averaged weights
 run_dir = run_directory("selfplay-notebook")
 setup_tensorboard(run_dir.parent)
 writer = SummaryWriter(str(run_dir))
@@ -407,7 +419,7 @@ updates, env_steps, train_seconds, next_eval = 0, 0, 0.0, 0.0
 while train_seconds < 60 * config.minutes:
     if train_seconds >= next_eval:  # evaluation, not counted in the budget
         result = {
-            bot: play_matches(policy, bot, config.eval_matches, seed=updates).win_rate
+            bot: play_matches(agent, bot, config.eval_matches, seed=updates).win_rate
             for bot in bots
         }
         history.append({"steps": env_steps, **result})
@@ -436,6 +448,10 @@ while train_seconds < 60 * config.minutes:
         if id(match.opponent) in snapshot_id:
             pool.record(snapshot_id[id(match.opponent)], match.outcome)
     updates += 1
+    tau = 1 / (1 + config.policy_averaging * updates)
+    with torch.no_grad():  # the agent moves a fraction tau towards the learner
+        for average, weight in zip(agent.parameters(), policy.parameters()):
+            average.lerp_(weight, tau)
     if updates % config.snapshot_every == 0:
         snapshot = pool.add(policy, step=env_steps)
         snapshot_id[id(snapshot.policy)] = snapshot.id
@@ -462,7 +478,7 @@ plt.xlabel("game steps")
 plt.ylabel("win rate")
 plt.ylim(0, 1)
 plt.legend()
-plt.title("Win rates of the learner against the bots")
+plt.title("Win rates of the agent (averaged weights) against the bots")
 plt.show()
 
 # %% [markdown]
@@ -492,6 +508,8 @@ for i in picked:
     snapshot_steps[entries[i].name] = entries[i].step
 players["final learner"] = policy
 snapshot_steps["final learner"] = env_steps
+players["agent (averaged)"] = agent
+snapshot_steps["agent (averaged)"] = env_steps
 board = bradley_terry(
     round_robin(players, config.leaderboard_matches, seed=config.seed), anchor="random"
 )
@@ -507,14 +525,14 @@ plt.show()
 # %% [markdown]
 # ## 9. Watch a match
 #
-# The best-rated snapshot (blue, left, playing its most likely action) against the scripted
-# bot (orange). `record_video` films one match headless into the run folder, and
+# The best-rated of our players (the snapshots, the final learner, the agent), blue, left,
+# playing its most likely action, against the scripted bot (orange). `record_video` films one match headless into the run folder, and
 # `video_display` embeds it in this notebook.
 
 # %%
 best_name = next(row.name for row in board.rows if row.name in snapshot_steps)
 best = players[best_name]
-print("best snapshot:", best_name)
+print("best-rated player:", best_name)
 video = record_video(
     best,  # type: ignore[arg-type]
     "rl_mind/PongDuel-v0",
@@ -535,5 +553,7 @@ video_display(video, width=480)
 # - Replace PFSP by `sampling="uniform"`: which opponents does the learner play, and does
 #   it matter here?
 # - Train with `point_reward=0` (only the match result): how much slower is it?
+# - Set `policy_averaging = 0` (the agent is the learner's latest weights) and compare the
+#   win-rate curves: how much do they swing late in training?
 # - The same training as a script, with checkpoints and resume:
 #   `rl-mind selfplay --minutes 10`.

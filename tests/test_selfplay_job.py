@@ -17,8 +17,10 @@ import torch
 from torch import nn
 
 from rl_mind.evaluation import CheckpointError, load_checkpoint
+from rl_mind.selfplay import trainer as trainer_module
 from rl_mind.selfplay.job import CHECKPOINT_NAME, main, train
 from rl_mind.selfplay.trainer import (
+    AGENT_NAME,
     PongCritic,
     PongPolicy,
     SelfPlayConfig,
@@ -176,6 +178,63 @@ def test_an_update_trains_on_the_live_opponents_moves_too(probability: float, fa
         trainer.close()
 
 
+@pytest.mark.parametrize("fraction", [0.2, 0.0])
+def test_the_agent_averages_the_learners_weights(
+    fraction: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = SelfPlayTrainer(fast_config(policy_averaging=fraction))
+    try:
+        expected = [p.detach().clone() for p in trainer.policy.parameters()]
+        for n in range(1, 5):
+            trainer.update()
+            tau = 1.0 / (1.0 + fraction * n)
+            for average, live in zip(expected, trainer.policy.parameters(), strict=True):
+                average += tau * (live.detach() - average)
+        for average, actual in zip(expected, trainer.averaged_policy.parameters(), strict=True):
+            torch.testing.assert_close(actual, average)
+        differs = any(
+            not torch.equal(a, b)
+            for a, b in zip(trainer.averaged_policy.parameters(), trainer.policy.parameters())
+        )
+        assert differs == (fraction > 0)  # 0: the agent is the learner
+        assert not any(p.requires_grad for p in trainer.averaged_policy.parameters())
+
+        played: list[object] = []
+        real = trainer_module.play_matches
+
+        def recording(player: object, *args: object, **kwargs: object) -> object:
+            played.append(player)
+            return real(player, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(trainer_module, "play_matches", recording)
+        trainer.evaluate(n_matches=2)
+        assert played and all(p is trainer.averaged_policy for p in played)  # the agent
+    finally:
+        trainer.close()
+
+
+def test_a_checkpoint_without_an_averaged_agent_restarts_it_from_the_learner() -> None:
+    trainer = SelfPlayTrainer(fast_config())
+    try:
+        trainer.update()
+        state = trainer.state_dict()
+        del state["averaged_policy"]
+        state["format"] = "rl-mind selfplay checkpoint 1"
+        restored = SelfPlayTrainer(fast_config())
+        try:
+            restored.load_state_dict(state)
+            for a, b in zip(
+                restored.averaged_policy.parameters(), trainer.policy.parameters(), strict=True
+            ):
+                assert torch.equal(a, b)
+            with pytest.raises(ValueError, match="expected the format .*checkpoint 2"):
+                restored.load_state_dict({**state, "format": "something else"})
+        finally:
+            restored.close()
+    finally:
+        trainer.close()
+
+
 # ---------------------------------------------------------------------- the command
 def test_selfplay_command_writes_logs_checkpoint_leaderboard_and_a_playable_video(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -209,7 +268,7 @@ def test_selfplay_command_writes_logs_checkpoint_leaderboard_and_a_playable_vide
         assert tag in tags
     # leaderboard: table and plot, with the bots and the snapshots
     table = (run_dir / "leaderboard.md").read_text()
-    for name in ("random", "scripted", "predictive", "snapshot 0 (step 0)"):
+    for name in ("random", "scripted", "predictive", "snapshot 0 (step 0)", AGENT_NAME):
         assert name in table
     assert (run_dir / "leaderboard.png").stat().st_size > 1000
     assert (run_dir / "evaluations.csv").read_text().startswith("updates,")
@@ -273,6 +332,10 @@ def test_a_resumed_run_continues_with_identical_counters_and_pool(
             for (name, x), y in zip(a.policy.state_dict().items(), b.policy.state_dict().values()):
                 assert torch.equal(x, y), name
         for x, y in zip(restored.policy.parameters(), before.policy.parameters()):
+            assert torch.equal(x, y)
+        for x, y in zip(
+            restored.averaged_policy.parameters(), before.averaged_policy.parameters(), strict=True
+        ):
             assert torch.equal(x, y)
         assert restored.pool.rng.bit_generator.state == before.pool.rng.bit_generator.state
         assert [e["id"] for e in restored.archive] == [e["id"] for e in before.archive]
@@ -348,6 +411,7 @@ def test_the_command_refuses_to_overwrite_a_run_and_a_missing_checkpoint(
         ("gamma", 1.5),
         ("gae_lambda", -0.1),
         ("latest_opponent_probability", 2),
+        ("policy_averaging", -0.2),
         ("train_on_opponent", 1),
         ("hidden_sizes", (64, 0)),
         ("hidden_sizes", "64,64"),

@@ -1,9 +1,11 @@
 """Benchmark of the self-play PPO reference (the training of ``rl-mind selfplay``), full profile.
 
-For each seed: train for ``--minutes`` of training time, evaluate the learner against
-``random``, ``scripted`` and ``predictive`` on ``--eval-matches`` (≥ 400) matches at fixed
-checkpoints of training time (evaluation time is not counted), then a round robin of
-snapshots spread over the run. Reports, per milestone, the training time and game steps at
+For each seed: train for ``--minutes`` of training time, evaluate the agent (the trainer's
+``averaged_policy``, what the job evaluates and keeps) against ``random``, ``scripted`` and
+``predictive`` on ``--eval-matches`` (≥ 400) matches at fixed checkpoints of training time
+(evaluation time is not counted), then a round robin of snapshots spread over the run. The
+learner itself (the live weights) is evaluated on the same matches too, for comparison
+(``learner_<bot>`` in the JSON; not a milestone). Reports, per milestone, the training time and game steps at
 which it was first reached and from which it stayed reached at every later checkpoint:
 
 - ≥ 95% wins against random (target: within 1 minute);
@@ -85,12 +87,20 @@ def run_seed(
             "updates": trainer.updates,
         }
         for bot in BOTS:
-            stats = play_matches(trainer.policy, bot, eval_matches, seed=10_000 + trainer.updates)
-            row[bot] = stats.win_rate
+            match_seed = 10_000 + trainer.updates
+            row[bot] = play_matches(
+                trainer.averaged_policy, bot, eval_matches, seed=match_seed
+            ).win_rate
+            row[f"learner_{bot}"] = play_matches(
+                trainer.policy, bot, eval_matches, seed=match_seed
+            ).win_rate
         evaluations.append(row)
         print(
             f"seed {seed} {row['minutes']:5.2f} min {trainer.env_steps:>11,} steps: "
-            + "  ".join(f"{bot} {row[bot]:.1%}" for bot in BOTS),
+            + "  ".join(f"{bot} {row[bot]:.1%}" for bot in BOTS)
+            + "  (learner: "
+            + "  ".join(f"{row[f'learner_{bot}']:.1%}" for bot in BOTS)
+            + ")",
             flush=True,
         )
     milestones = []
@@ -120,7 +130,10 @@ def run_seed(
     # last evaluation alone (win rates against a bot swing by 20 points from one minute to
     # the next under self-play)
     second_half = [row for row in evaluations if row["minutes"] >= minutes / 2 * 0.99]
-    second_half_mean = {bot: float(np.mean([row[bot] for row in second_half])) for bot in BOTS}
+    second_half_mean = {
+        key: float(np.mean([row[key] for row in second_half]))
+        for key in (*BOTS, *(f"learner_{bot}" for bot in BOTS))
+    }
     if trainer.archive[-1]["step"] != trainer.env_steps:
         trainer.take_snapshot()
     board, steps = trainer.leaderboard(n_snapshots=snapshots, n_matches=rr_matches, seed=seed)
@@ -245,7 +258,7 @@ def main() -> None:
             )
         print(
             "  mean of the second half's evaluations: "
-            + ", ".join(f"{bot} {rate:.1%}" for bot, rate in result["second_half_mean"].items())
+            + ", ".join(f"{key} {rate:.1%}" for key, rate in result["second_half_mean"].items())
         )
         print(f"  Spearman(rating, training time) = {result['spearman_rating_vs_time']:.2f}")
         print(f"  last snapshot beats every earlier one: {result['last_beats_all_earlier']}")

@@ -145,9 +145,38 @@ print(
 )
 
 # %% [markdown]
-# ## 2. Actor and critic
+# ## 2. What the networks see, actor and critic
 #
-# Two separate tanh MLPs, 10 → 64 → 64, with orthogonal initialisation (the output layer of
+# The key question of Pong is *where will the ball cross my line?* The answer is simple
+# geometry: between bounces the ball flies straight, and each wall mirrors it, so the
+# crossing height is the straight-line height **folded** back into the court (a triangle
+# wave). A small MLP would need many samples to learn that fold from the 10 raw numbers, so
+# we hand it over: the networks read the observation followed by a **forecast** (where the
+# ball will cross the paddle line it flies towards, that height relative to our paddle,
+# and the steps until then). This is feature engineering, and it is worth it: with the
+# forecast the learner beats `scripted` 9 times out of 10 after two minutes instead of ten.
+# (`rl-mind selfplay` does the same; `SelfPlayConfig(ball_forecast=False)` turns it off.)
+
+
+# %%
+FACE_X, WALL, MAX_SPEED = 0.9 - 0.025, 1 - 0.025, 0.25  # from the rules of the game
+
+
+def with_forecast(obs: Tensor) -> Tensor:
+    """obs [..., 10] -> [..., 13]: the observation, then where the ball crosses next."""
+    ball_x, ball_y = obs[..., 2], obs[..., 3]
+    vx, vy = obs[..., 4] * MAX_SPEED, obs[..., 5] * MAX_SPEED  # (velocities come scaled)
+    # distance to the line the ball flies towards: ours (x = -FACE_X) if vx < 0
+    distance = torch.where(vx < 0, ball_x + FACE_X, FACE_X - ball_x).clamp(min=0.0)
+    steps = distance / vx.abs().clamp(min=1e-3)
+    folded = torch.remainder(ball_y + vy * steps + WALL, 4 * WALL)  # unfold the bounces
+    y = torch.where(folded > 2 * WALL, 4 * WALL - folded, folded) - WALL
+    forecast = torch.stack([y, y - obs[..., 0], (steps / 40).clamp(max=2.0)], dim=-1)
+    return torch.cat([obs, forecast], dim=-1)
+
+
+# %% [markdown]
+# Two separate tanh MLPs, 13 → 64 → 64, with orthogonal initialisation (the output layer of
 # the policy scaled by 0.01, so that the first policy is almost uniform). The actor is an
 # `Actor[StochasticAction]`: calling it samples an action and returns its log-probability
 # (what the collector records), `act` takes the most likely action (used for the video).
@@ -165,10 +194,10 @@ def orthogonal_init(mlp: nn.Sequential, output_gain: float) -> nn.Sequential:
 class Policy(Actor[StochasticAction]):
     def __init__(self) -> None:
         super().__init__()
-        self.net = orthogonal_init(build_mlp([10, 64, 64, 3], activation=nn.Tanh), 0.01)
+        self.net = orthogonal_init(build_mlp([13, 64, 64, 3], activation=nn.Tanh), 0.01)
 
     def distribution(self, obs: Tensor) -> Categorical:
-        return Categorical(logits=self.net(obs))
+        return Categorical(logits=self.net(with_forecast(obs)))
 
     def forward(self, obs: Tensor) -> StochasticAction:
         distribution = self.distribution(obs)
@@ -176,16 +205,16 @@ class Policy(Actor[StochasticAction]):
         return StochasticAction(action, distribution.log_prob(action))
 
     def act(self, obs: Tensor) -> Tensor:
-        return self.net(obs).argmax(dim=-1)
+        return self.net(with_forecast(obs)).argmax(dim=-1)
 
 
 class Critic(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.net = orthogonal_init(build_mlp([10, 64, 64, 1], activation=nn.Tanh), 1.0)
+        self.net = orthogonal_init(build_mlp([13, 64, 64, 1], activation=nn.Tanh), 1.0)
 
     def forward(self, obs: Tensor) -> Tensor:
-        return self.net(obs).squeeze(-1)
+        return self.net(with_forecast(obs)).squeeze(-1)
 
 
 policy, critic = Policy(), Critic()

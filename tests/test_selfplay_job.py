@@ -25,8 +25,10 @@ from rl_mind.selfplay.trainer import (
     PongPolicy,
     SelfPlayConfig,
     SelfPlayTrainer,
+    ball_forecast,
     gae_advantages,
     mirror_observation,
+    network_input,
     ppo_loss,
 )
 
@@ -36,6 +38,69 @@ def fast_config(**changes: object) -> SelfPlayConfig:
 
 
 # ---------------------------------------------------------------------- the algorithm's pieces
+def test_the_ball_forecast_is_where_the_game_takes_the_ball() -> None:
+    """Fly the ball with the game's own steps (paddles out of the way), note where it crosses
+    the paddle line it flies towards, and compare with the forecast made at the start."""
+    from rl_mind.envs.pong_game import PongDuelGame
+
+    rng = np.random.default_rng(0)
+    m = 400
+    game = PongDuelGame(m, seed=0)
+    game.reset()
+    game.ball_x[:] = rng.uniform(-0.8, 0.8, m)
+    game.ball_y[:] = rng.uniform(-0.9, 0.9, m)
+    speed = rng.uniform(0.04, 0.25, m)
+    angle = rng.uniform(-1.2, 1.2, m) + np.where(rng.random(m) < 0.5, np.pi, 0.0)
+    game.ball_vx[:], game.ball_vy[:] = speed * np.cos(angle), speed * np.sin(angle)
+    for player in (0, 1):
+        obs = torch.from_numpy(game.observe(player))
+        forecast = ball_forecast(obs)
+        assert forecast.shape == (m, 3)
+        torch.testing.assert_close(forecast[:, 1], forecast[:, 0] - obs[:, 0])
+    forecast = ball_forecast(torch.from_numpy(game.observe(0))).numpy()  # player 0's view
+    face = 0.9 - 0.025
+    crossed_y = np.full(m, np.nan)
+    crossed_step = np.zeros(m)
+    points = np.full(m, -1)  # points scored by the end of the step of the crossing
+    for step in range(1, 200):
+        # the paddles stay as far as possible from the ball, so that nobody hits it
+        game.paddle_y[:] = np.where(game.ball_y > 0, -0.85, 0.85)
+        x_before, vx_before = game.ball_x.copy(), game.ball_vx.copy()
+        game.step(np.zeros((2, m), dtype=np.int64), check=False)
+        passed = np.isnan(crossed_y) & (np.abs(game.ball_x) >= face) & (np.abs(x_before) < face)
+        # where the line was crossed in this step (interpolated back from the position after it)
+        y = game.ball_y - game.ball_vy * (game.ball_x - np.sign(vx_before) * face) / vx_before
+        crossed_y[passed] = y[passed]
+        crossed_step[passed] = step
+        points[passed] = game.score.sum(axis=0)[passed]
+    # Compared: the balls that crossed the line before any point was scored (a fast ball
+    # can cross the line and the goal line in one step, and the serve then moves it), and
+    # without a wall bounce in the step of the crossing (it would spoil the interpolation).
+    clean = points == 0
+    clean &= np.abs(crossed_y) < 0.975 - np.abs(game.ball_vy)
+    assert clean.mean() > 0.6
+    np.testing.assert_allclose(forecast[clean, 0], crossed_y[clean], atol=1e-5)
+    # the steps until the crossing / 40, capped at 2 (80 steps)
+    steps, expected = forecast[clean, 2] * 40, np.minimum(crossed_step[clean], 80.0)
+    assert np.all((expected - 1 < steps + 1e-4) & (steps <= expected + 1e-4))
+
+
+def test_the_networks_read_the_observation_and_the_forecast() -> None:
+    obs = torch.randn(5, 10)
+    assert torch.equal(network_input(obs)[:, :10], obs)
+    assert torch.equal(network_input(obs)[:, 10:], ball_forecast(obs))
+    assert torch.equal(network_input(obs, forecast=False), obs)
+    assert network_input(torch.randn(2, 3, 10)).shape == (2, 3, 13)  # any batch shape
+    assert network_input(obs[0]).shape == (13,)
+    with pytest.raises(ValueError, match=r"observations are \[\.\.\., 10\].*got shape \(5, 9\)"):
+        network_input(obs[:, :9])
+    with_forecast, without = PongPolicy(), PongPolicy(ball_forecast=False)
+    assert with_forecast.net[0].in_features == 13 and without.net[0].in_features == 10
+    for policy in (with_forecast, without):
+        assert policy(obs).value.shape == (5,) and policy.act(obs).shape == (5,)
+    assert PongCritic()(obs).shape == PongCritic(ball_forecast=False)(obs).shape == (5,)
+
+
 def test_fast_tanh_is_tanh_in_value_and_gradient() -> None:
     from rl_mind.selfplay.trainer import _fast_tanh, _FastTanh
 
@@ -52,7 +117,8 @@ def test_fast_tanh_is_tanh_in_value_and_gradient() -> None:
     policy = PongPolicy()  # its layers use it, and give what nn.Tanh layers give
     assert any(isinstance(m, _FastTanh) for m in policy.net)
     plain = nn.Sequential(*[nn.Tanh() if isinstance(m, _FastTanh) else m for m in policy.net])
-    assert torch.allclose(plain(x[:40].view(4, 10)), policy.net(x[:40].view(4, 10)), atol=1e-6)
+    inputs = network_input(x[:40].view(4, 10))
+    assert torch.allclose(plain(inputs), policy.net(inputs), atol=1e-6)
 
 
 def test_gae_bootstraps_a_truncation_but_not_a_termination() -> None:
@@ -213,7 +279,7 @@ def test_the_agent_averages_the_learners_weights(
         trainer.close()
 
 
-def test_a_checkpoint_without_an_averaged_agent_restarts_it_from_the_learner() -> None:
+def test_a_checkpoint_of_the_first_format_restarts_the_agent_from_the_learner() -> None:
     trainer = SelfPlayTrainer(fast_config())
     try:
         trainer.update()
@@ -229,6 +295,14 @@ def test_a_checkpoint_without_an_averaged_agent_restarts_it_from_the_learner() -
                 assert torch.equal(a, b)
             with pytest.raises(ValueError, match="expected the format .*checkpoint 2"):
                 restored.load_state_dict({**state, "format": "something else"})
+            # the first format predates the ball forecast: its networks read the bare
+            # observation, and a trainer with the forecast refuses them by name
+            old = {**state, "config": dict(state["config"])}
+            del old["config"]["ball_forecast"], old["config"]["policy_averaging"]
+            assert SelfPlayConfig.of_checkpoint(old).ball_forecast is False
+            assert SelfPlayConfig.of_checkpoint(state).ball_forecast is True
+            with pytest.raises(ValueError, match="ball_forecast=False, this trainer True"):
+                restored.load_state_dict(old)
         finally:
             restored.close()
     finally:
@@ -413,6 +487,7 @@ def test_the_command_refuses_to_overwrite_a_run_and_a_missing_checkpoint(
         ("latest_opponent_probability", 2),
         ("policy_averaging", -0.2),
         ("train_on_opponent", 1),
+        ("ball_forecast", "yes"),
         ("hidden_sizes", (64, 0)),
         ("hidden_sizes", "64,64"),
         ("pool_sampling", "best"),
@@ -464,7 +539,7 @@ def test_pooled_snapshots_play_each_match_with_its_own_snapshot() -> None:
     obs = torch.randn(4, 10)  # the four pool matches, in copy order 0, 2, 3, 4
     draws = torch.stack([pooled(obs) for _ in range(3000)])  # [3000, 4]
     for row, env_index in enumerate([0, 2, 3, 4]):
-        expected = torch.softmax(snapshots[assignment[env_index]].net(obs[row]), -1).detach()
+        expected = snapshots[assignment[env_index]].distribution(obs[row]).probs.detach()
         frequency = torch.bincount(draws[:, row], minlength=3).float() / len(draws)
         assert torch.allclose(frequency, expected, atol=0.04), (env_index, frequency, expected)
     with pytest.raises(RuntimeError, match="plays 4 matches but got 3"):
@@ -482,7 +557,7 @@ def test_pooled_snapshots_play_each_match_with_its_own_snapshot() -> None:
             assignment[change[0]] = change[1]
         draws = torch.stack([pooled(obs) for _ in range(3000)])
         for row, env_index in enumerate([0, 2, 3, 4]):
-            expected = torch.softmax(snapshots[assignment[env_index]].net(obs[row]), -1).detach()
+            expected = snapshots[assignment[env_index]].distribution(obs[row]).probs.detach()
             frequency = torch.bincount(draws[:, row], minlength=3).float() / len(draws)
             assert torch.allclose(frequency, expected, atol=0.04), (env_index, frequency, expected)
 

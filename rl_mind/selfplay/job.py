@@ -226,7 +226,7 @@ def train(
     if resume is not None:
         folder = Path(resume).expanduser().resolve()
         state = _read_checkpoint(folder)
-        saved = SelfPlayConfig.from_dict(state["trainer"]["config"])
+        saved = SelfPlayConfig.of_checkpoint(state["trainer"])
         if device is not None:
             saved = dataclasses.replace(saved, device=device)
         trainer = SelfPlayTrainer(saved)

@@ -153,8 +153,10 @@ print(
 # wave). A small MLP would need many samples to learn that fold from the 10 raw numbers, so
 # we hand it over: the networks read the observation followed by a **forecast** (where the
 # ball will cross the paddle line it flies towards, that height relative to our paddle,
-# and the steps until then). This is feature engineering, and it is worth it: with the
-# forecast the learner beats `scripted` 9 times out of 10 after two minutes instead of ten.
+# and the steps until then). This is feature engineering, and it is worth it: in 10-minute
+# runs of `rl-mind selfplay`, the agent wins 9 matches out of 10 against `scripted` after
+# 1.5–2 minutes instead of 7–10, and 61–65% against `predictive` at the end instead of
+# 44–49%.
 # (`rl-mind selfplay` does the same; `SelfPlayConfig(ball_forecast=False)` turns it off.)
 
 

@@ -14,9 +14,6 @@ package's blocks:
 2. The live-learner opponent's moves are on-policy too, so they are trained on: the
    opponent callable records what it saw and did, and its rewards, ends and successor
    observations follow from player 0's (zero-sum game, mirrored observations).
-   The networks read the observation followed by :func:`ball_forecast` (where the ball
-   will next cross a paddle line, wall bounces unfolded), which a small MLP would otherwise
-   need many samples to learn.
 3. :func:`gae_advantages` with the truncation bootstrap, then ``update_epochs`` passes of
    :func:`~rl_mind.data.minibatches` over the clipped PPO loss (:func:`ppo_loss`), with the
    value loss and the entropy bonus.
@@ -28,6 +25,11 @@ package's blocks:
    (Polyak averaging). Under self-play the learner keeps adapting to its latest
    opponents, and its win rate against a fixed bot swings by 10–20 points from one minute
    to the next; the average is steadier. ``policy_averaging=0`` makes the agent the learner.
+
+The networks (:class:`PongPolicy`, :class:`PongCritic`) read the observation followed by
+:func:`ball_forecast`: where the ball will next cross a paddle line, wall bounces unfolded,
+which a small MLP would otherwise need many samples to learn (``ball_forecast=False``: the
+bare observation).
 
 What the reader must not get wrong:
 

@@ -58,6 +58,9 @@ def test_the_ball_forecast_is_where_the_game_takes_the_ball() -> None:
         assert forecast.shape == (m, 3)
         torch.testing.assert_close(forecast[:, 1], forecast[:, 0] - obs[:, 0])
     forecast = ball_forecast(torch.from_numpy(game.observe(0))).numpy()  # player 0's view
+    # the other player's (mirrored) view forecasts the same crossing: same height, same steps
+    other = ball_forecast(torch.from_numpy(game.observe(1))).numpy()
+    np.testing.assert_allclose(other[:, [0, 2]], forecast[:, [0, 2]], atol=1e-5)
     face = 0.9 - 0.025
     crossed_y = np.full(m, np.nan)
     crossed_step = np.zeros(m)

@@ -5,8 +5,9 @@ For each seed: train for ``--minutes`` of training time, evaluate the agent (the
 ``predictive`` on ``--eval-matches`` (≥ 400) matches at fixed checkpoints of training time
 (evaluation time is not counted), then a round robin of snapshots spread over the run. The
 learner itself (the live weights) is evaluated on the same matches too, for comparison
-(``learner_<bot>`` in the JSON; not a milestone). Reports, per milestone, the training time and game steps at
-which it was first reached and from which it stayed reached at every later checkpoint:
+(``learner_<bot>`` in the JSON; not a milestone). Reports, per milestone, the training time
+and game steps at which it was first reached and from which it stayed reached at every
+later checkpoint:
 
 - ≥ 95% wins against random (target: within 1 minute);
 - ≥ 60% against scripted (target: within 2 minutes), ≥ 88% (target: at 10 minutes);

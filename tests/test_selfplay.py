@@ -186,6 +186,26 @@ def test_play_matches_a_policy_against_itself_scores_about_half():
     assert low < 0.5 < high and abs(stats.score - 0.5) < 0.08
 
 
+def test_play_matches_with_a_seed_is_reproducible_and_leaves_torch_random_state_alone():
+    drawn = []
+
+    def sampling_policy(obs):  # draws from torch's global generator, as an Actor does
+        action = torch.randint(0, 3, (len(obs),))
+        drawn.append(action)
+        return action
+
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    first = play_matches(sampling_policy, "random", 40, seed=7, max_steps=50_000)
+    first_actions = torch.cat(drawn)
+    assert torch.equal(torch.get_rng_state(), before)  # the caller's stream is untouched
+    drawn.clear()
+    torch.rand(5)  # the caller's generator moved on: the seed alone decides the matches
+    second = play_matches(sampling_policy, "random", 40, seed=7, max_steps=50_000)
+    assert torch.equal(torch.cat(drawn), first_actions)
+    assert (first.wins, first.draws, first.losses) == (second.wins, second.draws, second.losses)
+
+
 def test_play_matches_plays_both_sides_equally():
     sides = []
 

@@ -282,6 +282,23 @@ def test_the_agent_averages_the_learners_weights(
         trainer.close()
 
 
+def test_evaluating_does_not_change_what_the_training_draws() -> None:
+    # a run evaluated every update learns exactly what an unevaluated run learns: the
+    # evaluation matches are seeded and leave torch's random generator as they found it
+    weights = []
+    for evaluate in (True, False):
+        trainer = SelfPlayTrainer(fast_config(seed=4))  # (seeds torch's generator)
+        try:
+            for _ in range(3):
+                trainer.update()
+                if evaluate:
+                    trainer.evaluate(n_matches=4)
+            weights.append([p.detach().clone() for p in trainer.policy.parameters()])
+        finally:
+            trainer.close()
+    assert all(torch.equal(a, b) for a, b in zip(*weights))
+
+
 def test_a_checkpoint_of_the_first_format_restarts_the_agent_from_the_learner() -> None:
     trainer = SelfPlayTrainer(fast_config())
     try:

@@ -175,6 +175,7 @@ class PongDuelGame:
             + [1 / r.max_steps]
         )
         self._seeded = False
+        self._bots_made = 0
         if seed is not None:
             self.seed(seed)
 
@@ -402,11 +403,18 @@ class PongDuelGame:
     # ------------------------------------------------------------------ utilities
     def builtin_policy(self, name: str) -> Any:
         """A built-in opponent by name (``"random"``, ``"scripted"``, ``"predictive"``)."""
-        from rl_mind.envs.pong_opponents import as_numpy_policy  # (it imports this module)
+        from rl_mind.envs.pong_opponents import RandomOpponent, as_numpy_policy  # (cycle)
 
         if not isinstance(name, str):
             raise TypeError(
                 f"PongDuelGame.builtin_policy: expected a name, got {type(name).__name__}"
+            )
+        if name == "random" and self._seeded:
+            # a seeded game plays the same random moves: the bot's stream comes from the
+            # game's seed (and differs for each bot asked for, e.g. random against random)
+            self._bots_made += 1
+            return RandomOpponent(
+                np.random.SeedSequence([int(self._rng_state[0]), self._bots_made])
             )
         return as_numpy_policy(name, self.rules)
 
@@ -435,7 +443,7 @@ class PongDuelGame:
             "_rng_state",
         ):
             setattr(other, name, getattr(self, name).copy())
-        other._seeded = self._seeded
+        other._seeded, other._bots_made = self._seeded, self._bots_made
         return other
 
     def subset(self, indices: np.ndarray) -> PongDuelGame:

@@ -64,7 +64,7 @@ class RandomOpponent(NumpyPolicy):
 
     name = "random"
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | np.random.SeedSequence | None = None) -> None:
         self.rng = np.random.default_rng(seed)
 
     def act_numpy(self, obs: np.ndarray) -> np.ndarray:

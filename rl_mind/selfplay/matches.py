@@ -195,7 +195,10 @@ def play_matches(
         policy_a, policy_b: policies (see the module docstring).
         n_matches: the number of matches (the first ``ceil(n/2)`` with A as player 0).
         game: ``factory(num_matches, seed) -> TwoPlayerGame``; default Pong Duel.
-        seed: seeds the games (the matches are then reproducible when the policies are).
+        seed: seeds the games and torch's random generators for the duration of the call
+            (so that sampling policies draw the same actions: the same seed gives the same
+            results), then restores those generators: a training run that evaluates from
+            time to time draws the same random numbers as one that does not.
         batch_size: the most matches played at once.
         max_steps: a safety limit on the steps of one batch (a game must end its matches).
 
@@ -205,6 +208,27 @@ def play_matches(
     if not isinstance(n_matches, int) or n_matches < 1:
         raise ValueError(f"play_matches: n_matches must be a positive int, got {n_matches!r}")
     factory = game if game is not None else _pong_duel
+    if seed is None:
+        return _play_all(policy_a, policy_b, n_matches, factory, None, batch_size, max_steps)
+    # (CUDA's generators only when CUDA is in use: forking them would start it)
+    cuda = torch.cuda.is_initialized()
+    devices = list(range(torch.cuda.device_count())) if cuda else []
+    with torch.random.fork_rng(devices=devices):
+        torch.default_generator.manual_seed(seed)
+        if cuda:
+            torch.cuda.manual_seed_all(seed)
+        return _play_all(policy_a, policy_b, n_matches, factory, seed, batch_size, max_steps)
+
+
+def _play_all(
+    policy_a: Any,
+    policy_b: Any,
+    n_matches: int,
+    factory: GameFactory,
+    seed: int | None,
+    batch_size: int,
+    max_steps: int,
+) -> MatchStats:
     a_first = np.zeros(n_matches, dtype=bool)
     a_first[: (n_matches + 1) // 2] = True
     wins = draws = losses = 0

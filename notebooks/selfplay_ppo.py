@@ -185,8 +185,9 @@ def with_forecast(obs: Tensor) -> Tensor:
 #
 # Why 96 units? The size of the networks decides how long self-play keeps improving. With
 # 64 units the snapshots stopped getting stronger after about 8 minutes of a 10-minute run
-# (the last one no longer beat those of the minutes before); with 128 every update costs
-# twice as much, and 10 minutes were not enough to catch up against `predictive`.
+# (in two runs of four, the last one no longer beat those of the minutes before); with 128
+# every update costs twice as much, and 10 minutes were not enough to catch up against
+# `predictive`.
 
 
 # %%

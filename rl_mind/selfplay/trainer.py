@@ -115,9 +115,10 @@ class SelfPlayConfig:
     entropy_coef: float = 0.01
     value_coef: float = 0.5
     max_grad_norm: float = 0.5
-    # 96-wide: 64-wide networks stopped improving after about 8 minutes (their last
-    # snapshot no longer beat those of the minutes before); 128-wide ones ran at half the
-    # game steps/s and won less against `predictive` in 10 minutes (bench_selfplay)
+    # 96-wide: 64-wide networks stopped improving after about 8 minutes (in two runs of
+    # four their last snapshot no longer beat those of the minutes before); 128-wide ones
+    # ran at half the game steps/s and won less against `predictive` in 10 minutes
+    # (bench_selfplay)
     hidden_sizes: tuple[int, ...] = (96, 96)
     ball_forecast: bool = True  # the networks also see where the ball will cross next
     latest_opponent_probability: float = 0.5  # else a pool snapshot

@@ -403,20 +403,17 @@ class PongDuelGame:
     # ------------------------------------------------------------------ utilities
     def builtin_policy(self, name: str) -> Any:
         """A built-in opponent by name (``"random"``, ``"scripted"``, ``"predictive"``)."""
-        from rl_mind.envs.pong_opponents import RandomOpponent, as_numpy_policy  # (cycle)
+        from rl_mind.envs.pong_opponents import as_numpy_policy  # (it imports this module)
 
         if not isinstance(name, str):
             raise TypeError(
                 f"PongDuelGame.builtin_policy: expected a name, got {type(name).__name__}"
             )
-        if name == "random" and self._seeded:
-            # a seeded game plays the same random moves: the bot's stream comes from the
-            # game's seed (and differs for each bot asked for, e.g. random against random)
-            self._bots_made += 1
-            return RandomOpponent(
-                np.random.SeedSequence([int(self._rng_state[0]), self._bots_made])
-            )
-        return as_numpy_policy(name, self.rules)
+        # a seeded game plays the same random moves: a bot's stream comes from the game's
+        # seed (and differs for each bot asked for, e.g. random against random)
+        self._bots_made += 1
+        seed = np.random.SeedSequence([int(self._rng_state[0]), self._bots_made])
+        return as_numpy_policy(name, self.rules, seed if self._seeded else None)
 
     def mirrored(self) -> PongDuelGame:
         """A copy of this game with the players swapped (``x → -x``): for symmetry checks."""

@@ -168,8 +168,14 @@ class _TorchPolicy(NumpyPolicy):
         return f"TorchPolicy({self.name})"
 
 
-def as_numpy_policy(spec: Any, rules: PongDuelRules | None = None) -> NumpyPolicy:
+def as_numpy_policy(
+    spec: Any,
+    rules: PongDuelRules | None = None,
+    seed: int | np.random.SeedSequence | None = None,
+) -> NumpyPolicy:
     """Turn an opponent spec (name, ``Actor``, batched callable) into a :class:`NumpyPolicy`.
+
+    ``seed`` seeds the ``"random"`` bot's generator (``None``: fresh entropy).
 
     Raises ``ValueError`` for an unknown name and ``TypeError`` for anything not callable.
     """
@@ -183,6 +189,8 @@ def as_numpy_policy(spec: Any, rules: PongDuelRules | None = None) -> NumpyPolic
             )
         if spec == "predictive" and rules is not None:
             return PredictiveOpponent(rules)
+        if spec == "random":
+            return RandomOpponent(seed)
         return BUILTIN_OPPONENTS[spec]()
     if callable(spec):
         return _TorchPolicy(spec)

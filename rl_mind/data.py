@@ -202,6 +202,7 @@ class ReplayBuffer(Generic[ActionT]):
         # numpy views of a CPU storage: writing one transition through numpy costs a
         # fraction of a torch slice assignment
         self._arrays: list[np.ndarray] | None = None
+        self._array_layout: list[tuple[tuple[int, ...], np.dtype[Any]]] = []
         self._layout: list[tuple[tuple[int, ...], torch.dtype]] = []
         self._leaf_names: list[str] = []
         self._get_leaves: Callable[[Any], tuple[Any, ...]] = _getter([])
@@ -240,6 +241,8 @@ class ReplayBuffer(Generic[ActionT]):
                 self._arrays = [store.numpy() for store in self._storage]
             except TypeError:  # a dtype numpy lacks (bfloat16): use the torch path
                 self._arrays = None
+            else:  # what an add's numpy views must match: per-item shape and dtype
+                self._array_layout = [(array.shape[1:], array.dtype) for array in self._arrays]
         # what sample rebuilds: the batched tensors come from the storage, the unbatched
         # fields from here, moved to the buffer's device too
         self._template = _unbatched_to(transitions, self.device) if fixed_paths else transitions
@@ -310,13 +313,9 @@ class ReplayBuffer(Generic[ActionT]):
                 incoming = None
             if (
                 incoming is not None
-                and len(incoming) == len(arrays)
-                and all(
-                    new.shape[1:] == old.shape[1:] and new.dtype == old.dtype
-                    for new, old in zip(incoming, arrays)
-                )
+                and [(new.shape[1:], new.dtype) for new in incoming] == self._array_layout
                 and type(transitions) is type(self._template)
-                and tuple(type(node) for node in self._get_nodes(transitions)) == self._node_types
+                and tuple(map(type, self._get_nodes(transitions))) == self._node_types
             ):
                 self._write(arrays, incoming, incoming[0].shape[0])
                 return

@@ -26,12 +26,11 @@ done once per ``collect`` with array operations.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
@@ -39,7 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from rl_mind.core import Action, ActionT, Observation, TensorStruct
-from rl_mind.data import Episode, Rollout, Transitions, _index_rows
+from rl_mind.data import Episode, Rollout, Transitions
 from rl_mind.env import VecEnv, _tensor, _tree_map, _with_final_rows
 
 __all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
@@ -68,28 +67,23 @@ def _cat(items: list[Any]) -> Any:
     return type(first).cat(items)
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a collect keeps thousands of small
-    objects alive: its passes over them would cost more than the bookkeeping itself.
-    Nothing is leaked: collection resumes (and catches up) when the call returns."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 CollectT = TypeVar("CollectT", bound=Callable[..., Any])
 
 
 def _without_gc(method: CollectT) -> CollectT:
+    """Pause Python's cyclic garbage collector while a collect keeps thousands of small
+    objects alive: its passes over them would cost more than the bookkeeping itself.
+    Nothing is leaked: collection resumes (and catches up) when the call returns."""
+
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with _gc_paused():
+        if not gc.isenabled():
             return method(*args, **kwargs)
+        gc.disable()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            gc.enable()
 
     return wrapper  # type: ignore[return-value]
 
@@ -227,21 +221,23 @@ class _EpisodeStats:
     ) -> tuple[Tensor, Tensor]:
         """``read`` of a single step ``[B]``: add it to the running totals, and report and
         restart those of the copies whose episode it ended."""
+        # (in place, a few numpy calls: this runs at every step of a logging loop)
+        carry_return, carry_length = self.carry_return, self.carry_length
         if counted is None:
-            self.carry_return = self.carry_return + reward
-            self.carry_length = self.carry_length + 1
+            carry_return += reward
+            carry_length += 1
         else:
             real = counted.reshape(-1)
-            self.carry_return = self.carry_return + np.where(real, reward, 0.0)
-            self.carry_length = self.carry_length + real
+            np.add(carry_return, reward, out=carry_return, where=real)
+            carry_length += real
             done = done & real
         if not np.count_nonzero(done):
             self.result = self.nothing_ended
             return self.result
         ended = done.nonzero()[0]
-        returns, lengths = self.carry_return[ended], self.carry_length[ended]
-        self.carry_return[ended] = 0.0
-        self.carry_length[ended] = 0
+        returns, lengths = carry_return.take(ended), carry_length.take(ended)
+        carry_return[ended] = 0.0
+        carry_length[ended] = 0
         self.result = (torch.from_numpy(returns.astype(np.float32)), torch.from_numpy(lengths))
         return self.result
 
@@ -254,45 +250,50 @@ class _EpisodeStats:
 
 
 class _Recording:
-    """The steps of one ``collect``, written as they come into preallocated numpy arrays of
-    gymnasium's own dtypes (one small copy per step, no per-step tensor kept alive) and
-    converted to tensors once, at the end."""
+    """The steps of one ``collect``: during the steps, only references to the arrays
+    gymnasium returned are kept (a list append each, the cheapest thing to do between two
+    actor calls); :meth:`finish` stacks them into ``[T, B]`` numpy arrays once, at the end,
+    and those become tensors.
 
-    def __init__(
-        self, first_obs: Any, num_envs: int, capacity: int, first_reset: np.ndarray | None
-    ) -> None:
-        self.length = 0
-        self.obs: Any = _tree_map(
-            lambda a: np.empty((capacity + 1, *np.shape(a)), a.dtype), first_obs
-        )
-        _put(self.obs, 0, first_obs)
-        self.reward = np.empty((capacity, num_envs), np.float32)
-        self.terminated = np.empty((capacity, num_envs), np.bool_)
-        self.truncated = np.empty((capacity, num_envs), np.bool_)
+    Gymnasium's vector environments return fresh arrays at every step (the package's
+    ``VecEnv`` hands them out as tensors without copies too), so the references stay valid.
+    """
+
+    def __init__(self, first_obs: Any, num_envs: int, first_reset: np.ndarray | None) -> None:
+        self.num_envs = num_envs
+        # the observations (numpy arrays, or dicts of them): the first, then one per step
+        self.obs_steps: list[Any] = [first_obs]
+        self.reward_steps: list[np.ndarray] = []
+        self.terminated_steps: list[np.ndarray] = []
+        self.truncated_steps: list[np.ndarray] = []
         self.actions: list[Any] = []
         # same-step mode: (t, mask, rows), the final observations of the copies ended at t
         self.finals: list[tuple[int, np.ndarray, Any]] = []
         # next-step mode: the copies whose first step here is an auto-reset
         self.first_reset = first_reset
+        # set by finish(): [T + 1, B, ...] observations, [T, B] rewards and flags
+        self.obs: Any = None
+        self.reward: np.ndarray = np.empty((0, num_envs), np.float32)
+        self.terminated: np.ndarray = np.empty((0, num_envs), np.bool_)
+        self.truncated: np.ndarray = np.empty((0, num_envs), np.bool_)
 
-    def reserve(self, capacity: int) -> None:
-        """Room for ``capacity`` steps (doubling, for the episode collector)."""
-        old = self.reward.shape[0]
-        if capacity <= old:
-            return
-        capacity = max(capacity, 2 * old)
+    @property
+    def length(self) -> int:
+        """Steps recorded so far."""
+        return len(self.reward_steps)
 
-        def grown(array: np.ndarray) -> np.ndarray:
-            out = np.empty((capacity + array.shape[0] - old, *array.shape[1:]), array.dtype)
-            out[: array.shape[0]] = array
-            return out
+    def ends(self, start: int) -> np.ndarray:
+        """``[T - start, B]`` bool, the ends (terminated or truncated) of steps ``start:``."""
+        terminated = np.asarray(self.terminated_steps[start:], np.bool_)
+        return terminated | np.asarray(self.truncated_steps[start:], np.bool_)
 
-        self.obs = _tree_map(grown, self.obs)
-        self.reward, self.terminated, self.truncated = (
-            grown(self.reward),
-            grown(self.terminated),
-            grown(self.truncated),
-        )
+    def finish(self) -> None:
+        """Stack the recorded steps into arrays (once, after the last step)."""
+        self.obs = _tree_map(lambda *steps: np.stack(steps), *self.obs_steps)
+        # (asarray of a list of [B] arrays: one C call, and the flags come out bool)
+        self.reward = np.asarray(self.reward_steps)
+        self.terminated = np.asarray(self.terminated_steps, np.bool_)
+        self.truncated = np.asarray(self.truncated_steps, np.bool_)
 
     def valid(self, env: VecEnv, done: np.ndarray) -> np.ndarray | None:
         """Next-step mode: ``[T, B]`` bool, False on the auto-reset rows (which follow the
@@ -366,13 +367,18 @@ def _take(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return array.take(rows, 0)
 
 
-def _put(buffer: Any, index: int, obs: Any) -> None:
-    """``buffer[index] = obs`` leaf by leaf (``Dict`` observations are dicts of arrays)."""
+def _take_rows(data: Any, rows: np.ndarray) -> Any:
+    """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor or struct (copies). On the
+    CPU through numpy: a few light calls where ``index_select`` goes through torch's
+    dispatcher, which costs most the first time in a while, as between two actor calls."""
 
-    def put(array: np.ndarray, value: np.ndarray) -> None:
-        array[index] = value
+    def take(tensor: Tensor) -> Tensor:
+        try:
+            return torch.from_numpy(tensor.numpy().take(rows, 0))
+        except (RuntimeError, TypeError):  # on a GPU, with gradients, or a dtype numpy lacks
+            return tensor.index_select(0, torch.from_numpy(rows).to(tensor.device))
 
-    _tree_map(put, buffer, obs)
+    return take(data) if isinstance(data, Tensor) else data._apply_batched(take)
 
 
 class _Collector(Generic[ActionT]):
@@ -414,20 +420,18 @@ class _Collector(Generic[ActionT]):
         return probe.device
 
     def _run(self, n_steps: int, recording: _Recording | None = None) -> _Recording:
-        """``n_steps`` more steps of every copy, written into ``recording`` (a new one if
-        None). Per step: the actor, the environment and a few numpy copies, nothing else."""
+        """``n_steps`` more steps of every copy, recorded in ``recording`` (a new one if
+        None; call its ``finish`` after the last step). Per step: the actor, the
+        environment and a few list appends, nothing else."""
         env = self.env
         obs = self._obs if self._obs is not None else self._reset()
         if recording is None:
-            recording = _Recording(self._obs_np, env.num_envs, n_steps, env._reset_pending())
-        else:
-            recording.reserve(recording.length + n_steps)
+            recording = _Recording(self._obs_np, env.num_envs, env._reset_pending())
         step, convert, actor = env._step_arrays, env._convert, self.actor
         device = self._actor_device()
-        obs_buffer = recording.obs
-        plain_obs = isinstance(obs_buffer, np.ndarray)
-        reward_buffer, terminated_buffer = recording.reward, recording.terminated
-        truncated_buffer, actions = recording.truncated, recording.actions
+        obs_steps, reward_steps = recording.obs_steps, recording.reward_steps
+        terminated_steps, truncated_steps = recording.terminated_steps, recording.truncated_steps
+        actions, finals = recording.actions, recording.finals
         obs_np = self._obs_np
         start = recording.length
         try:
@@ -437,17 +441,14 @@ class _Collector(Generic[ActionT]):
                     if not isinstance(action, Action):
                         _not_an_action(action)
                     obs_np, reward, terminated, truncated, final = step(action)
-                    if plain_obs:
-                        obs_buffer[t + 1] = obs_np
-                    else:
-                        _put(obs_buffer, t + 1, obs_np)
-                    reward_buffer[t] = reward
-                    terminated_buffer[t] = terminated
-                    truncated_buffer[t] = truncated
+                    # (the rewards last: they give the recording its length)
+                    obs_steps.append(obs_np)
+                    terminated_steps.append(terminated)
+                    truncated_steps.append(truncated)
                     actions.append(action)
+                    reward_steps.append(reward)
                     if final is not None:
-                        recording.finals.append((t, *final))
-                    recording.length = t + 1
+                        finals.append((t, *final))
                     obs = convert(obs_np)
         finally:  # even after an error, act next on what the environment last returned
             self._obs, self._obs_np = obs, obs_np
@@ -480,6 +481,7 @@ class TransitionCollector(_Collector[ActionT]):
     def _collect_many(self, n_steps: int) -> Transitions[ActionT]:
         env = self.env
         recording = self._run(n_steps)
+        recording.finish()
         n = recording.length
         reward, terminated = recording.reward[:n], recording.terminated[:n]
         done = terminated | recording.truncated[:n]
@@ -494,7 +496,7 @@ class TransitionCollector(_Collector[ActionT]):
         device = None if convert.on_cpu else env.device
         action = _cat(recording.actions)
         if keep is not None:
-            action = _index_rows(action, torch.from_numpy(keep))
+            action = _take_rows(action, keep)
         # the successors: a fresh copy, or (dropping rows copies anyway) the recording itself
         next_obs, shift = (
             (recording.next_obs(), 0) if recording.finals or keep is None else (recording.obs, 1)
@@ -534,10 +536,10 @@ class TransitionCollector(_Collector[ActionT]):
             keep = valid.nonzero()[0]
             data: Transitions[ActionT] = Transitions._trusted(
                 convert(_tree_map(lambda a: _take(a, keep), obs_np)),
-                _index_rows(action, torch.from_numpy(keep)),
-                _tensor(reward_np[keep], np.float32, device),
+                _take_rows(action, keep),
+                _tensor(_take(reward_np, keep), np.float32, device),
                 convert(_tree_map(lambda a: _take(a, keep), next_np)),
-                _tensor(terminated_np[keep], np.bool_, device),
+                _tensor(_take(terminated_np, keep), np.bool_, device),
             )
             self.steps += len(keep)
         else:
@@ -578,6 +580,7 @@ class RolloutCollector(_Collector[ActionT]):
         """Run ``n_steps`` steps of every copy; returns a ``[n_steps, B]`` rollout."""
         _check_count("n_steps", n_steps)
         recording = self._run(n_steps)
+        recording.finish()
         rollout: Rollout[ActionT] = Rollout._trusted(*recording.tensors(self.env))
         self.steps += n_steps * self.env.num_envs
         self._stats.push(recording.reward.copy(), recording.terminated | recording.truncated, None)
@@ -618,8 +621,7 @@ class EpisodeCollector(_Collector[ActionT]):
         recording = self._run(min(8, self.max_steps))
         counted_until = 0
         while True:
-            chunk = slice(counted_until, recording.length)
-            finished += (recording.terminated[chunk] | recording.truncated[chunk]).sum(0)
+            finished += recording.ends(counted_until).sum(0)
             counted_until = recording.length
             if (finished >= quota).all():
                 break
@@ -632,6 +634,7 @@ class EpisodeCollector(_Collector[ActionT]):
                 )
             recording = self._run(min(8, self.max_steps - recording.length), recording)
         self._obs = None  # the next call resets anyway
+        recording.finish()
         n = recording.length
         terminated, truncated = recording.terminated[:n], recording.truncated[:n]
         ended = terminated | truncated

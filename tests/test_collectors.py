@@ -5,6 +5,7 @@ statistics across calls, and bad input."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 from collections import defaultdict
 
 import numpy as np
@@ -17,6 +18,7 @@ from rl_mind.collectors import (
     RolloutCollector,
     TransitionCollector,
     _EpisodeStats,
+    _take_rows,
 )
 from rl_mind.core import Action, Actor, StochasticAction, TensorStruct, unbatched
 from rl_mind.data import Episode, Rollout, Transitions
@@ -400,6 +402,40 @@ def test_collectors_check_their_env_and_actor():
 
         with pytest.raises(TypeError, match=r"must return an Action.*got Tensor"):
             TransitionCollector(env, bare).collect(1)  # type: ignore[arg-type]
+
+
+def test_taking_rows_of_tensors_numpy_cannot_view():
+    """Reset rows are dropped through numpy; tensors it cannot view take torch's path."""
+    rows = np.array([2, 0])
+    value = torch.tensor([5, 6, 7])
+    with_grad = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    taken = _take_rows(StochasticAction(value, with_grad), rows)
+    assert torch.equal(taken.value, torch.tensor([7, 5]))
+    assert taken.log_prob.requires_grad
+    assert torch.equal(taken.log_prob.detach(), torch.tensor([3.0, 1.0]))
+    half = torch.tensor([[1.0], [2.0], [3.0]], dtype=torch.bfloat16)
+    assert torch.equal(_take_rows(half, rows), half[[2, 0]])
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["gc-on", "gc-off"])
+def test_collect_leaves_the_garbage_collector_as_it_found_it(enabled):
+    """Collects pause the cyclic garbage collector; after one, even one that failed, it is
+    on again only if it was on before."""
+    was_enabled = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        with counter(2, "box", same_step_reset=True) as env:
+            RolloutCollector(env, CounterActor()).collect(3)
+            assert gc.isenabled() is enabled
+
+            def bare(obs: Tensor | TensorStruct) -> Tensor:
+                return torch.zeros(2, dtype=torch.long)
+
+            with pytest.raises(TypeError, match="must return an Action"):
+                RolloutCollector(env, bare).collect(3)  # type: ignore[arg-type]
+            assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was_enabled else gc.disable()
 
 
 @pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])

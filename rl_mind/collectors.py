@@ -19,9 +19,9 @@ returns and lengths of the episodes that *ended* during the last ``collect`` in
 ``.episode_returns`` / ``.episode_lengths`` (for training-progress logs).
 
 What the reader must not get wrong: the per-step loop only calls the actor and the
-environment and copies gymnasium's numpy arrays into preallocated ones; the conversion to
-tensors and all bookkeeping (dropping reset rows, episode returns, splitting episodes) are
-done once per ``collect`` with array operations.
+environment and keeps the numpy arrays gymnasium returned (list appends); stacking them,
+the conversion to tensors and all bookkeeping (dropping reset rows, episode returns,
+splitting episodes) are done once per ``collect`` with array operations.
 """
 
 from __future__ import annotations
@@ -260,7 +260,6 @@ class _Recording:
     """
 
     def __init__(self, first_obs: Any, num_envs: int, first_reset: np.ndarray | None) -> None:
-        self.num_envs = num_envs
         # the observations (numpy arrays, or dicts of them): the first, then one per step
         self.obs_steps: list[Any] = [first_obs]
         self.reward_steps: list[np.ndarray] = []
@@ -441,12 +440,11 @@ class _Collector(Generic[ActionT]):
                     if not isinstance(action, Action):
                         _not_an_action(action)
                     obs_np, reward, terminated, truncated, final = step(action)
-                    # (the rewards last: they give the recording its length)
                     obs_steps.append(obs_np)
+                    reward_steps.append(reward)
                     terminated_steps.append(terminated)
                     truncated_steps.append(truncated)
                     actions.append(action)
-                    reward_steps.append(reward)
                     if final is not None:
                         finals.append((t, *final))
                     obs = convert(obs_np)

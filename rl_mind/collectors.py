@@ -39,7 +39,7 @@ from torch import Tensor, nn
 
 from rl_mind.core import Action, ActionT, Observation, TensorStruct
 from rl_mind.data import Episode, Rollout, Transitions
-from rl_mind.env import VecEnv, _tensor, _tree_map, _with_final_rows
+from rl_mind.env import _BOOL, _FLOAT32, VecEnv, _tensor, _tree_map, _with_final_rows
 
 __all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
 
@@ -103,13 +103,24 @@ def _queued_rows(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The queued calls as ``[N, B]`` arrays: rewards (float64, zero on the rows that do
     not count), ends of counted steps, and the counted rows (None: all of them)."""
-    reward = np.concatenate([r.reshape(-1) for r, _, _ in queue]).reshape(-1, num_envs)
+    rewards, dones, counteds = zip(*queue)
+    # (axis=None flattens every [B] or [T, B] part: one C call for the whole queue)
+    reward = np.concatenate(rewards, axis=None).reshape(-1, num_envs)
     reward = reward.astype(np.float64, copy=False)
-    done = np.concatenate([d.reshape(-1) for _, d, _ in queue]).reshape(-1, num_envs)
-    if all(part is None for _, _, part in queue):
+    done = np.concatenate(dones, axis=None).reshape(-1, num_envs)
+    if all(part is None for part in counteds):
         return reward, done, None
+    every_copy = np.ones(num_envs, np.bool_)  # one step that counts for every copy
     counted = np.concatenate(
-        [np.ones(r.size, np.bool_) if part is None else part.reshape(-1) for r, _, part in queue]
+        [
+            part
+            if part is not None
+            else every_copy
+            if r.size == num_envs
+            else np.ones(r.size, np.bool_)
+            for r, part in zip(rewards, counteds)
+        ],
+        axis=None,
     ).reshape(-1, num_envs)
     return reward * counted, done & counted, counted
 
@@ -334,10 +345,10 @@ class _Recording:
         return _Steps(
             convert(_tree_map(lambda a: a[:n], self.obs)),
             _stack(self.actions),
-            _tensor(self.reward[:n], np.float32, device),
+            _tensor(self.reward[:n], _FLOAT32, device),
             convert(self.next_obs()),
-            _tensor(self.terminated[:n], np.bool_, device),
-            _tensor(self.truncated[:n], np.bool_, device),
+            _tensor(self.terminated[:n], _BOOL, device),
+            _tensor(self.truncated[:n], _BOOL, device),
         )
 
 
@@ -414,9 +425,9 @@ class _Collector(Generic[ActionT]):
     def _actor_device(self) -> torch.device | None:
         """Where the actor wants its observations (None: wherever the environment puts them)."""
         probe = self._device_probe
-        if probe is None or probe.device == self.env.device:
+        if probe is None or (probe.is_cpu and self.env._convert.on_cpu):  # (no device object)
             return None
-        return probe.device
+        return None if probe.device == self.env.device else probe.device
 
     def _run(self, n_steps: int, recording: _Recording | None = None) -> _Recording:
         """``n_steps`` more steps of every copy, recorded in ``recording`` (a new one if
@@ -502,9 +513,9 @@ class TransitionCollector(_Collector[ActionT]):
         return Transitions._trusted(
             convert(_tree_map(lambda a: _flat_rows(a, n, keep), recording.obs)),
             action,
-            _tensor(_flat_rows(reward, n, keep), np.float32, device),
+            _tensor(_flat_rows(reward, n, keep), _FLOAT32, device),
             convert(_tree_map(lambda a: _flat_rows(a, n, keep, shift), next_obs)),
-            _tensor(_flat_rows(terminated, n, keep), np.bool_, device),
+            _tensor(_flat_rows(terminated, n, keep), _BOOL, device),
         )
 
     def _collect_one(self) -> Transitions[ActionT]:
@@ -532,12 +543,17 @@ class TransitionCollector(_Collector[ActionT]):
             # drop the reset rows (next-step mode, so no final observations to put back)
             valid = ~reset_rows
             keep = valid.nonzero()[0]
+            if type(obs_np) is np.ndarray:  # (the usual case: no tree to walk)
+                obs_rows, next_rows = obs_np.take(keep, 0), next_np.take(keep, 0)
+            else:
+                obs_rows = _tree_map(lambda a: _take(a, keep), obs_np)
+                next_rows = _tree_map(lambda a: _take(a, keep), next_np)
             data: Transitions[ActionT] = Transitions._trusted(
-                convert(_tree_map(lambda a: _take(a, keep), obs_np)),
+                convert(obs_rows),
                 _take_rows(action, keep),
-                _tensor(_take(reward_np, keep), np.float32, device),
-                convert(_tree_map(lambda a: _take(a, keep), next_np)),
-                _tensor(_take(terminated_np, keep), np.bool_, device),
+                _tensor(reward_np.take(keep), _FLOAT32, device),
+                convert(next_rows),
+                _tensor(terminated_np.take(keep), _BOOL, device),
             )
             self.steps += len(keep)
         else:
@@ -545,12 +561,12 @@ class TransitionCollector(_Collector[ActionT]):
             data = Transitions._trusted(
                 obs,
                 action,
-                _tensor(reward_np, np.float32, device),
+                _tensor(reward_np, _FLOAT32, device),
                 next_obs,
-                _tensor(terminated_np, np.bool_, device),
+                _tensor(terminated_np, _BOOL, device),
             )
-            self.steps += env.num_envs
-            if reward_np.dtype == np.float32:  # the returned rewards share its memory
+            self.steps += env._num_envs
+            if reward_np.dtype is _FLOAT32:  # the returned rewards share its memory
                 reward_np = reward_np.copy()
         self._stats.push(reward_np, env._ended(), valid)  # type: ignore[arg-type]
         return data

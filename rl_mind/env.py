@@ -120,7 +120,7 @@ class _Converter:
         if type(batch) is not np.ndarray or not batch.flags.writeable:
             batch = np.array(batch)  # a copy we own (gymnasium may reuse its buffers)
         tensor = torch.from_numpy(batch)
-        if self.dtype is not None and tensor.dtype != self.dtype:
+        if self.dtype is not None and tensor.dtype is not self.dtype:  # (dtypes are singletons)
             tensor = tensor.to(self.dtype)
         if not self.on_cpu:
             tensor = tensor.to(self.device)
@@ -181,10 +181,17 @@ def _with_final_rows(obs: Any, final: tuple[np.ndarray, Any]) -> Any:
     return out
 
 
-def _tensor(array: Any, dtype: type, device: torch.device | None) -> Tensor:
+_FLOAT32 = np.dtype(np.float32)
+_BOOL = np.dtype(np.bool_)
+
+
+def _tensor(array: Any, dtype: np.dtype[Any], device: torch.device | None) -> Tensor:
     """A [B] numpy array as a tensor of ``dtype`` (zero-copy when it already is one);
     ``device`` None means the CPU."""
-    if type(array) is not np.ndarray or array.dtype != dtype:
+    # (`is`: numpy's native dtypes are singletons, and an equality test of dtypes costs
+    # more than the conversion of the tensor itself; a dtype that only compares equal
+    # takes the copy)
+    if type(array) is not np.ndarray or array.dtype is not dtype:
         array = np.asarray(array).astype(dtype)
     tensor = torch.from_numpy(array)
     return tensor if device is None else tensor.to(device)
@@ -514,13 +521,13 @@ class VecEnv:
         next_obs = obs
         if final is not None:  # same-step mode: the true successors of the ended copies
             next_obs = self._convert(_with_final_rows(obs_np, final))
-        autoreset = self._no_reset if pending is None else _tensor(pending, np.bool_, device)
+        autoreset = self._no_reset if pending is None else _tensor(pending, _BOOL, device)
         return EnvStep._trusted(
             obs,
             next_obs,
-            _tensor(reward_np, np.float32, device),
-            _tensor(terminated_np, np.bool_, device),
-            _tensor(truncated_np, np.bool_, device),
+            _tensor(reward_np, _FLOAT32, device),
+            _tensor(terminated_np, _BOOL, device),
+            _tensor(truncated_np, _BOOL, device),
             autoreset,
         )
 

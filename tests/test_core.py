@@ -249,6 +249,50 @@ def test_cat_of_a_subclass_keeps_the_subclass():
     assert torch.equal(result.value, torch.tensor([0, 1, 0, 1]))
 
 
+def _struct_family() -> tuple[type, type, type]:
+    """A struct, a subclass with one more field, and a slots=True struct (new classes)."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Parent(TensorStruct):
+        a: Tensor
+
+    @dataclasses.dataclass(frozen=True)
+    class Child(Parent):
+        b: Tensor
+        tag: str = dataclasses.field(default="x", metadata={"unbatched": True})
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Slotted(TensorStruct):
+        a: Tensor
+        b: Tensor
+
+    return Parent, Child, Slotted
+
+
+@pytest.mark.parametrize("child_first", [False, True])
+def test_trusted_construction_builds_each_class_with_its_own_fields(child_first):
+    # the package's hot paths build structs without the size check, through a constructor
+    # written for each class on its first use: a subclass must not get its parent's (nor
+    # the parent its child's), and a slots=True struct keeps its values in its slots
+    parent, child, slotted = _struct_family()
+    x, y = torch.zeros(2), torch.ones(2)
+    values = {parent: (x,), child: (x, y, "t"), slotted: (x, y)}
+    order = [child, parent, slotted] if child_first else [parent, child, slotted]
+    for _ in range(2):  # the first call writes the constructor, the second uses it
+        for cls in order:
+            struct = cls._trusted(*values[cls])  # type: ignore[attr-defined]
+            assert type(struct) is cls and len(struct) == 2
+            assert struct.a is x
+            if cls is not parent:
+                assert struct.b is y
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                struct.a = y
+    assert child._trusted(x, y, "t").tag == "t"  # type: ignore[attr-defined]
+    assert torch.equal(slotted._trusted(x, y)[1:].b, y[1:])  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        child._trusted(x, y)  # type: ignore[attr-defined]  # a field missing
+
+
 def test_cat_of_incompatible_shapes_names_the_field_and_shapes():
     a, b = Other(torch.zeros(2, 3)), Other(torch.zeros(2, 4))
     with pytest.raises(

@@ -110,18 +110,13 @@ def _queued_rows(
     done = np.concatenate(dones, axis=None).reshape(-1, num_envs)
     if all(part is None for part in counteds):
         return reward, done, None
-    every_copy = np.ones(num_envs, np.bool_)  # one step that counts for every copy
-    counted = np.concatenate(
-        [
-            part
-            if part is not None
-            else every_copy
-            if r.size == num_envs
-            else np.ones(r.size, np.bool_)
-            for r, part in zip(rewards, counteds)
-        ],
-        axis=None,
-    ).reshape(-1, num_envs)
+    every_copy = np.ones(num_envs, np.bool_)  # (shared by the single steps that count all)
+    parts = []
+    for reward_part, part in zip(rewards, counteds):
+        if part is None:  # every step of the call counted
+            part = every_copy if reward_part.size == num_envs else np.ones(reward_part.size, bool)
+        parts.append(part)
+    counted = np.concatenate(parts, axis=None).reshape(-1, num_envs)
     return reward * counted, done & counted, counted
 
 

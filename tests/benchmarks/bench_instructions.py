@@ -4,7 +4,7 @@ Run: ``python tests/benchmarks/bench_instructions.py [--steps 1000] [--num-envs 
 (needs ``valgrind``; each measurement takes one to three minutes, two run at a time).
 
 Wall-clock ratios on a shared machine spread over ±10% per round, which hides changes of
-a few percent. Here each contestant runs ``--steps`` steps of CartPole-v1 (after 300
+a few percent. Here each contestant runs ``--steps`` steps of CartPole-v1 (after 304
 warm-up steps) under callgrind with a simulated cache (32 KiB L1i, 48 KiB L1d, 1 MiB
 last level), and only the measured steps are counted: the same program gives the same
 instruction count on every run. Reported per env step (one step of all copies): the
@@ -34,32 +34,25 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).resolve().parent
-WARM_UP = 300
+WARM_UP = 304  # steps (a multiple of 8)
 CONTESTANTS = ("baseline", "collect(1)", "collect(8)")
 
 
 def contestant(name: str, num_envs: int) -> Callable[[int], None]:
     """``run(steps)`` for one contestant (imports here: the child process only)."""
-    import gymnasium as gym
-
     sys.path.insert(0, str(HERE))
-    from bench_collectors import MLPActor
+    from bench_collectors import MLPActor, baseline_loop
 
     from rl_mind import TransitionCollector, VecEnv
 
     torch.manual_seed(0)
     actor = MLPActor()
     if name == "baseline":
-        env = gym.make_vec("CartPole-v1", num_envs)
-        state = {"obs": env.reset(seed=0)[0]}
+        chunk = baseline_loop(num_envs, False, actor, 8)  # 8 steps a call
 
         def run(steps: int) -> None:
-            obs = state["obs"]
-            with torch.no_grad():
-                for _ in range(steps):
-                    action = actor(torch.as_tensor(obs, dtype=torch.float32))
-                    obs, _reward, _terminated, _truncated, _info = env.step(action.value.numpy())
-            state["obs"] = obs
+            for _ in range(steps // 8):
+                chunk()
 
         return run
     collector = TransitionCollector(VecEnv("CartPole-v1", num_envs, seed=0), actor)

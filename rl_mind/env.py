@@ -188,9 +188,8 @@ _BOOL = np.dtype(np.bool_)
 def _tensor(array: Any, dtype: np.dtype[Any], device: torch.device | None) -> Tensor:
     """A [B] numpy array as a tensor of ``dtype`` (zero-copy when it already is one);
     ``device`` None means the CPU."""
-    # (`is`: numpy's native dtypes are singletons, and an equality test of dtypes costs
-    # more than the conversion of the tensor itself; a dtype that only compares equal
-    # takes the copy)
+    # (`is`: numpy's native dtypes are singletons, and `!=` against a type converts the
+    # type to a dtype at every call; a dtype that is only equal takes the copy, still right)
     if type(array) is not np.ndarray or array.dtype is not dtype:
         array = np.asarray(array).astype(dtype)
     tensor = torch.from_numpy(array)

@@ -1,7 +1,8 @@
 """Collector overhead in instructions and simulated cache misses (callgrind), per env step.
 
 Run: ``python tests/benchmarks/bench_instructions.py [--steps 1000] [--num-envs 1 8 64]``
-(needs ``valgrind``; each measurement takes one to three minutes, two run at a time).
+(needs ``valgrind`` and Python 3.11+; each measurement takes one to three minutes, two run
+at a time).
 
 Wall-clock ratios on a shared machine spread over ±10% per round, which hides changes of
 a few percent. Here each contestant runs ``--steps`` steps of CartPole-v1 (after 304
@@ -124,6 +125,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000, help="measured steps (multiple of 8)")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 8, 64])
     args = parser.parse_args()
+    if sys.version_info < (3, 11):  # the measured steps run inside operator.call (3.11+)
+        raise SystemExit("bench_instructions needs Python 3.11 or newer")
     if shutil.which("valgrind") is None:
         raise SystemExit("bench_instructions needs valgrind (apt install valgrind)")
     if args.steps <= 0 or args.steps % 8:

@@ -397,9 +397,11 @@ class _Collector(Generic[ActionT]):
         self._device_probe = _first_tensor(actor)
         self.steps = 0
         """Environment steps recorded so far (all copies together)."""
-        # the observation to act on next, as a tensor and as gymnasium's numpy arrays
-        self._obs: Observation | None = None
+        # the observation to act on next, as gymnasium's numpy arrays (None: reset first),
+        # and as a tensor (None: not converted yet)
         self._obs_np: Any = None
+        self._obs: Observation | None = None
+        self._last_action: Any = None  # (collect(1): its type, for a step without rows)
         self._stats = _EpisodeStats(env.num_envs)
 
     @property
@@ -429,7 +431,9 @@ class _Collector(Generic[ActionT]):
         None; call its ``finish`` after the last step). Per step: the actor, the
         environment and a few list appends, nothing else."""
         env = self.env
-        obs = self._obs if self._obs is not None else self._reset()
+        if self._obs_np is None:
+            self._reset()
+        obs = self._obs if self._obs is not None else env._convert(self._obs_np)
         if recording is None:
             recording = _Recording(self._obs_np, env.num_envs, env._reset_pending())
         step, convert, actor = env._step_arrays, env._convert, self.actor
@@ -471,7 +475,11 @@ class TransitionCollector(_Collector[ActionT]):
 
     The environment state is kept across calls, so ``collect(1)`` at every training step is
     the usual pattern. In next-step reset mode the auto-reset rows (which are not
-    transitions) are dropped, hence the ``≤``.
+    transitions) are dropped, hence the ``≤``; ``collect(1)`` does not even ask the actor
+    for them (the copies that reset ignore their action): the actor is given the
+    observations of the other copies only, and must return one action per row it is given
+    (as ``actor(obs)`` always should). A step where every copy resets returns no
+    transitions.
     """
 
     def collect(self, n_steps: int) -> Transitions[ActionT]:
@@ -515,43 +523,59 @@ class TransitionCollector(_Collector[ActionT]):
 
     def _collect_one(self) -> Transitions[ActionT]:
         """``collect(1)``, the usual off-policy pattern, kept lean: no recording arrays,
-        no pause of the garbage collector (there is nothing to pile up)."""
+        no pause of the garbage collector (there is nothing to pile up).
+
+        In next-step mode, the copies that ended at the last step only reset at this one:
+        they ignore their action and their rows are not transitions. The actor acts for
+        the other copies only, so that nothing is computed to be dropped."""
         env = self.env
-        obs = self._obs if self._obs is not None else self._reset()
+        if self._obs_np is None:
+            self._reset()
         obs_np = self._obs_np
-        device = self._actor_device()
-        reset_rows = env._reset_pending()  # next-step mode: this step resets these copies
-        grad_was_enabled = torch.is_grad_enabled()
-        torch._C._set_grad_enabled(False)  # torch.no_grad() without building a context
-        try:
-            action = self.actor(obs if device is None else obs.to(device))
-        finally:
-            torch._C._set_grad_enabled(grad_was_enabled)
-        if not isinstance(action, Action):
-            _not_an_action(action)
-        next_np, reward_np, terminated_np, truncated_np, final = env._step_arrays(action)
         convert = env._convert
-        self._obs, self._obs_np = convert(next_np), next_np
-        device = None if convert.on_cpu else env.device
-        valid = None
+        reset_rows = env._reset_pending()  # next-step mode: this step resets these copies
+        keep = valid = None
         if reset_rows is not None and np.count_nonzero(reset_rows):
-            # drop the reset rows (next-step mode, so no final observations to put back)
             valid = ~reset_rows
             keep = valid.nonzero()[0]
             if type(obs_np) is np.ndarray:  # (the usual case: no tree to walk)
-                obs_rows, next_rows = obs_np.take(keep, 0), next_np.take(keep, 0)
+                obs = convert(obs_np.take(keep, 0))
             else:
-                obs_rows = _tree_map(lambda a: _take(a, keep), obs_np)
-                next_rows = _tree_map(lambda a: _take(a, keep), next_np)
+                obs = convert(_tree_map(lambda a: _take(a, keep), obs_np))
+        else:
+            obs = self._obs if self._obs is not None else convert(obs_np)
+        if keep is None or len(keep):
+            device = self._actor_device()
+            grad_was_enabled = torch.is_grad_enabled()
+            torch._C._set_grad_enabled(False)  # torch.no_grad() without building a context
+            try:
+                action = self.actor(obs if device is None else obs.to(device))
+            finally:
+                torch._C._set_grad_enabled(grad_was_enabled)
+            if not isinstance(action, Action):
+                _not_an_action(action)
+            self._last_action = action
+        else:  # every copy resets: nothing to act for
+            action = self._no_action(obs)
+        next_np, reward_np, terminated_np, truncated_np, final = env._step_arrays(action, keep)
+        self._obs_np = next_np
+        device = None if convert.on_cpu else env.device
+        if keep is not None:  # (next-step mode: no final observations to put back)
+            if type(next_np) is np.ndarray:
+                next_obs = convert(next_np.take(keep, 0))
+            else:
+                next_obs = convert(_tree_map(lambda a: _take(a, keep), next_np))
             data: Transitions[ActionT] = Transitions._trusted(
-                convert(obs_rows),
-                _take_rows(action, keep),
+                obs,
+                action,
                 _tensor(reward_np.take(keep), _FLOAT32, device),
-                convert(next_rows),
+                next_obs,
                 _tensor(terminated_np.take(keep), _BOOL, device),
             )
+            self._obs = None  # converted when needed: the next step may reset copies too
             self.steps += len(keep)
         else:
+            self._obs = convert(next_np)
             next_obs = self._obs if final is None else convert(_with_final_rows(next_np, final))
             data = Transitions._trusted(
                 obs,
@@ -565,6 +589,19 @@ class TransitionCollector(_Collector[ActionT]):
                 reward_np = reward_np.copy()
         self._stats.push(reward_np, env._ended(), valid)  # type: ignore[arg-type]
         return data
+
+    def _no_action(self, obs: Observation) -> ActionT:
+        """An action of no rows, of the actor's type and dtypes (for a step where every
+        copy resets): none of the rows of the actor's last action, or, before it has one,
+        the actor's answer to ``obs`` (which has no rows)."""
+        if self._last_action is not None:
+            return _take_rows(self._last_action, np.empty(0, np.intp))  # type: ignore[no-any-return]
+        device = self._actor_device()
+        with torch.no_grad():
+            action = self.actor(obs if device is None else obs.to(device))
+        if not isinstance(action, Action):
+            _not_an_action(action)
+        return action
 
 
 class RolloutCollector(_Collector[ActionT]):
@@ -642,7 +679,7 @@ class EpisodeCollector(_Collector[ActionT]):
                     f"limit (gymnasium.wrappers.TimeLimit) or raise max_steps"
                 )
             recording = self._run(min(8, self.max_steps - recording.length), recording)
-        self._obs = None  # the next call resets anyway
+        self._obs_np = self._obs = None  # the next call resets anyway
         recording.finish()
         n = recording.length
         terminated, truncated = recording.terminated[:n], recording.truncated[:n]

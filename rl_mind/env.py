@@ -206,6 +206,16 @@ _UNSIGNED: dict[int, np.dtype[Any]] = {
 }
 
 
+def _rows_name(rows: np.ndarray | None) -> str:
+    """What the rows of actions stand for, in error messages."""
+    if rows is None:
+        return "num_envs"
+    return (
+        "one per row of the observation given to the actor: in next-step mode, collect(1) "
+        "leaves out the copies that only reset at this step"
+    )
+
+
 def _accepts_kwarg(creator: Any, name: str) -> bool:
     try:
         parameters = inspect.signature(creator).parameters
@@ -283,6 +293,9 @@ class VecEnv:
                 f"VecEnv supports Discrete and Box action spaces, got {self._action_space}"
             )
         self._no_reset = torch.zeros(num_envs, dtype=torch.bool, device=self._device)
+        # next-step mode: the actions given to the copies that reset (which ignore them)
+        # when the actor only acted for the others (see _step_arrays)
+        self._filler: np.ndarray | None = None
         # (terminated, truncated) of the last step, None after a reset: in next-step mode,
         # the copies that ended there are auto-reset by the next step
         self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
@@ -451,15 +464,21 @@ class VecEnv:
         if self._closed:
             raise RuntimeError(f"VecEnv({self._env_name!r}) is closed")
 
-    def _to_numpy_actions(self, actions: Tensor | Action) -> np.ndarray:
-        """Check ``actions`` and convert them for gymnasium (kept lean: it runs every step)."""
+    def _to_numpy_actions(
+        self, actions: Tensor | Action, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Check ``actions`` and convert them for gymnasium (kept lean: it runs every step).
+
+        ``rows`` (next-step mode: the copies that do not reset at this step): ``actions``
+        has one row per copy of ``rows``, and the other copies, which ignore their action,
+        get a valid one."""
         if isinstance(actions, Action):
             actions = actions.value
         if not isinstance(actions, Tensor):
             raise TypeError(
                 f"step expects a tensor of actions or an Action, got {type(actions).__name__}"
             )
-        B = self._num_envs
+        B = self._num_envs if rows is None else len(rows)
         try:  # the common case, a CPU tensor without gradients, converts without copies
             array = actions.numpy()
         except (RuntimeError, TypeError):
@@ -470,7 +489,7 @@ class VecEnv:
                 hint = " (use actions.unsqueeze(-1))" if array.shape == (B,) == shape[:1] else ""
                 raise ValueError(
                     f"expected continuous actions of shape {list(shape)} "
-                    f"([num_envs, action_dim]), got {list(array.shape)}{hint}"
+                    f"([{_rows_name(rows)}, action_dim]), got {list(array.shape)}{hint}"
                 )
             if array.dtype.kind != "f":
                 raise ValueError(
@@ -481,11 +500,12 @@ class VecEnv:
                 raise ValueError(
                     f"continuous actions must be finite, got NaN or inf in rows {bad_rows}"
                 )
-            return array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
+            array = array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
+            return array if rows is None else self._with_filler(array, rows)
         if array.shape != (B,):
             hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
             raise ValueError(
-                f"expected discrete actions of shape [{B}] ([num_envs]), "
+                f"expected discrete actions of shape [{B}] ([{_rows_name(rows)}]), "
                 f"got {list(array.shape)}{hint}"
             )
         if array.dtype.kind not in "iu":
@@ -497,7 +517,7 @@ class VecEnv:
         if B <= 128:  # a Python min/max over a list beats a numpy reduction between two
             # actor calls (measured: 9 against 16 µs at B = 64, cold caches included)
             values = array.tolist()
-            out_of_range = min(values) < low or max(values) >= high
+            out_of_range = B > 0 and (min(values) < low or max(values) >= high)
         else:  # one reduction: seen as unsigned, a value below `low` is huge
             shifted = array if low == 0 else array.astype(np.int64) - low
             unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
@@ -506,7 +526,23 @@ class VecEnv:
             raise ValueError(
                 f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
             )
-        return array if array.dtype is _INT64 else array.astype(np.int64)
+        if array.dtype is not _INT64:
+            array = array.astype(np.int64)
+        return array if rows is None else self._with_filler(array, rows)
+
+    def _with_filler(self, array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The actions ``array`` of the copies ``rows``, among valid actions for the others
+        (which ignore them: they reset at this step)."""
+        if self._filler is None:  # one valid action per copy (the lowest, or 0 clipped)
+            space = self._action_space
+            if isinstance(space, spaces.Box):
+                one = np.clip(np.zeros(space.shape), space.low, space.high).astype(space.dtype)
+            else:
+                one = np.asarray(self._action_low, np.int64)
+            self._filler = np.repeat(one[None], self._num_envs, axis=0)
+        full = self._filler.copy()
+        full[rows] = array
+        return full
 
     def step(self, actions: Tensor | Action) -> EnvStep:
         """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float).
@@ -543,16 +579,19 @@ class VecEnv:
         return self._last_done
 
     def _step_arrays(
-        self, actions: Tensor | Action
+        self, actions: Tensor | Action, rows: np.ndarray | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, Any] | None]:
         """``step`` in gymnasium's numpy arrays (what the collectors record, converting
         once per ``collect``): ``(obs, reward, terminated, truncated, final)``, where
         ``final`` is None or, in same-step mode, ``(mask, rows)``: the final observations
-        of the copies that just ended."""
+        of the copies that just ended.
+
+        ``rows`` (next-step mode, all the copies but those that reset at this step): the
+        actions are those of these copies only; the resetting copies ignore theirs."""
         if self._closed or self._needs_reset:
             self._check_open()
             raise RuntimeError("call reset() before step()")
-        array = self._to_numpy_actions(actions)
+        array = self._to_numpy_actions(actions, rows)
         obs, reward, terminated, truncated, info = self._gym_env.step(array)
         self._last_flags, self._last_done = (terminated, truncated), None
         final = None

@@ -161,6 +161,93 @@ def test_transition_collector_on_native_cartpole_drops_the_reset_rows():
         assert torch.equal(data.reward, torch.ones(len(data)))  # reset rows have reward 0
 
 
+class WatchingActor(CounterActor):
+    """A ``CounterActor`` that keeps the decoded observations of each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Tensor] = []
+
+    def forward(self, obs: Tensor | TensorStruct) -> Action:
+        self.seen.append(decode(obs))
+        return super().forward(obs)
+
+
+@pytest.mark.parametrize("obs_kind", ["box", "dict"])
+def test_collect_one_acts_only_for_the_copies_that_do_not_reset(obs_kind):
+    # next-step mode: a copy that ended at the last step only resets at this one (it
+    # ignores its action, and its row is not a transition): the actor is not asked
+    with counter(3, obs_kind, same_step_reset=False) as env:
+        actor = WatchingActor()
+        collector = TransitionCollector(env, actor)
+        sizes = []
+        for _ in range(60):
+            calls = actor.calls
+            data = collector.collect(1)
+            sizes.append(len(data))
+            if len(data) == 0:
+                assert actor.calls == calls  # every copy reset: nothing to act for
+                continue
+            assert actor.calls == calls + 1
+            # the actor saw exactly the recorded rows, never an ended episode's last state
+            assert torch.equal(actor.seen[-1], decode(data.obs))
+            assert (actor.seen[-1][:, 3] == FLAG_RUNNING).all()
+            check_step_rows(
+                decode(data.obs),
+                decode(data.next_obs),
+                data.action.value,
+                data.reward,
+                data.terminated,
+            )
+        assert min(sizes) < 3 and max(sizes) == 3  # some steps left copies out
+        assert collector.steps == sum(sizes)
+
+
+class StochasticZeros(Actor[StochasticAction]):
+    def forward(self, obs: Tensor) -> StochasticAction:
+        return StochasticAction(torch.zeros(len(obs), dtype=torch.long), torch.zeros(len(obs)))
+
+
+def test_collect_one_on_a_step_where_every_copy_resets():
+    # one copy: the step after each end only resets it; no transition, no actor call,
+    # and the empty batch still has the actor's action type
+    with VecEnv("CartPole-v1", 1, seed=0) as env:
+        actor = StochasticZeros()
+        collector = TransitionCollector(env, actor)
+        empty = 0
+        for _ in range(60):
+            data = collector.collect(1)
+            assert isinstance(data.action, StochasticAction)
+            if len(data) == 0:
+                empty += 1
+                assert data.obs.shape == data.next_obs.shape == (0, 4)
+                assert data.action.value.shape == data.action.log_prob.shape == (0,)
+                assert data.action.value.dtype == torch.long
+                assert data.reward.shape == data.terminated.shape == (0,)
+        assert empty >= 3  # pushing left ends CartPole's episodes in about ten steps
+        assert collector.steps == 60 - empty
+        # the same empty batch when the collector has no action of its actor's to copy
+        while len(collector.collect(1)) > 0:
+            pass
+        collector._last_action = None
+        while not collector.env._reset_pending().any():
+            collector.collect(1)
+        data = collector.collect(1)
+        assert len(data) == 0 and isinstance(data.action, StochasticAction)
+
+
+def test_an_actor_that_ignores_its_rows_gets_a_clear_error():
+    class ThreeActions(Actor[Action]):
+        def forward(self, obs: Tensor) -> Action:
+            return Action(torch.zeros(3, dtype=torch.long))  # one per copy, whatever obs is
+
+    with counter(3, "box", same_step_reset=False) as env:
+        collector = TransitionCollector(env, ThreeActions())
+        with pytest.raises(ValueError, match=r"shape \[\d\] \(\[one per row of the observation"):
+            for _ in range(40):
+                collector.collect(1)
+
+
 # ---------------------------------------------------------------------- RolloutCollector
 def check_rollout_sequence(
     rollouts: list[Rollout[Action]], B: int

@@ -3,6 +3,7 @@ Dict observations, and bad actions (a clear error, and the environment state is 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
@@ -84,6 +85,25 @@ def test_continuous_actions():
         # float64 actions are converted, gradients never reach the environment
         grad = torch.full((2, 2), 0.5, dtype=torch.float64, requires_grad=True)
         assert env.step(grad * 1).reward.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"action_start": 5}, [5, 6, 5]),
+        ({"action_kind": "box"}, [[0.0, 0.0], [0.5, 0.5], [0.0, 0.0]]),
+        ({"action_kind": "box", "action_low": 0.25}, [[0.25, 0.25], [0.5, 0.5], [0.25, 0.25]]),
+    ],
+)
+def test_copies_that_reset_get_a_valid_action(kwargs, expected):
+    # what gymnasium gets for the copies left out: a valid action (a native vector
+    # environment checks the whole batch), which they ignore
+    with counter(3, **kwargs) as env:
+        rows = np.array([1])
+        one = torch.tensor([[0.5, 0.5]]) if "action_kind" in kwargs else torch.tensor([6])
+        actions = env._to_numpy_actions(Action(one), rows)
+        assert actions.tolist() == expected
+        assert all(env.action_space.contains(a) for a in actions)
 
 
 def test_cartpole_native_vectorization_in_next_step_mode_and_sync_in_same_step_mode():

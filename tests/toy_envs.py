@@ -46,6 +46,7 @@ class CounterEnv(gym.Env[Any, Any]):
         action_kind: str = "discrete",
         max_len: int = 6,
         action_start: int = 0,
+        action_low: float = -1.0,
     ):
         self.obs_kind = obs_kind
         self.max_len = max_len
@@ -66,7 +67,7 @@ class CounterEnv(gym.Env[Any, Any]):
         if action_kind == "discrete":
             self.action_space = spaces.Discrete(N_ACTIONS, start=action_start)
         else:
-            self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+            self.action_space = spaces.Box(action_low, 1.0, (2,), np.float32)
         self.tag = 0
         self.k = -1
         self.t = 0

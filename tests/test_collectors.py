@@ -229,11 +229,14 @@ def test_collect_one_on_a_step_where_every_copy_resets():
         # the same empty batch when the collector has no action of its actor's to copy
         while len(collector.collect(1)) > 0:
             pass
-        collector._last_action = None
         while not collector.env._reset_pending().any():
             collector.collect(1)
+        collector._last_action = None
+        calls = []
+        actor.register_forward_hook(lambda module, args, out: calls.append(len(args[0])))
         data = collector.collect(1)
         assert len(data) == 0 and isinstance(data.action, StochasticAction)
+        assert calls == [0]  # asked for the action of no rows, which has the type
 
 
 def test_an_actor_that_ignores_its_rows_gets_a_clear_error():

@@ -372,6 +372,13 @@ def _take(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return array.take(rows, 0)
 
 
+def _obs_rows(obs: Any, rows: np.ndarray) -> Any:
+    """The ``rows`` (a 1-d int array) of numpy observations (an array, or a dict of them)."""
+    if type(obs) is np.ndarray:  # (the usual case: no tree to walk)
+        return obs.take(rows, 0)
+    return _tree_map(lambda a: _take(a, rows), obs)
+
+
 def _take_rows(data: Any, rows: np.ndarray) -> Any:
     """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor or struct (copies). On the
     CPU through numpy: a few light calls where ``index_select`` goes through torch's
@@ -401,7 +408,7 @@ class _Collector(Generic[ActionT]):
         # and as a tensor (None: not converted yet)
         self._obs_np: Any = None
         self._obs: Observation | None = None
-        self._last_action: Any = None  # (collect(1): its type, for a step without rows)
+        self._last_action: Any = None  # (collect(1): the type of an action of no rows)
         self._stats = _EpisodeStats(env.num_envs)
 
     @property
@@ -538,13 +545,12 @@ class TransitionCollector(_Collector[ActionT]):
         if reset_rows is not None and np.count_nonzero(reset_rows):
             valid = ~reset_rows
             keep = valid.nonzero()[0]
-            if type(obs_np) is np.ndarray:  # (the usual case: no tree to walk)
-                obs = convert(obs_np.take(keep, 0))
-            else:
-                obs = convert(_tree_map(lambda a: _take(a, keep), obs_np))
+            obs = convert(_obs_rows(obs_np, keep))
         else:
             obs = self._obs if self._obs is not None else convert(obs_np)
-        if keep is None or len(keep):
+        # (with no row to act for, the actor is asked about none only until the type of its
+        # action is known: the empty action is then taken from its last one)
+        if keep is None or len(keep) or self._last_action is None:
             device = self._actor_device()
             grad_was_enabled = torch.is_grad_enabled()
             torch._C._set_grad_enabled(False)  # torch.no_grad() without building a context
@@ -556,20 +562,16 @@ class TransitionCollector(_Collector[ActionT]):
                 _not_an_action(action)
             self._last_action = action
         else:  # every copy resets: nothing to act for
-            action = self._no_action(obs)
+            action = _take_rows(self._last_action, np.empty(0, np.intp))
         next_np, reward_np, terminated_np, truncated_np, final = env._step_arrays(action, keep)
         self._obs_np = next_np
         device = None if convert.on_cpu else env.device
         if keep is not None:  # (next-step mode: no final observations to put back)
-            if type(next_np) is np.ndarray:
-                next_obs = convert(next_np.take(keep, 0))
-            else:
-                next_obs = convert(_tree_map(lambda a: _take(a, keep), next_np))
             data: Transitions[ActionT] = Transitions._trusted(
                 obs,
                 action,
                 _tensor(reward_np.take(keep), _FLOAT32, device),
-                next_obs,
+                convert(_obs_rows(next_np, keep)),
                 _tensor(terminated_np.take(keep), _BOOL, device),
             )
             self._obs = None  # converted when needed: the next step may reset copies too
@@ -589,19 +591,6 @@ class TransitionCollector(_Collector[ActionT]):
                 reward_np = reward_np.copy()
         self._stats.push(reward_np, env._ended(), valid)  # type: ignore[arg-type]
         return data
-
-    def _no_action(self, obs: Observation) -> ActionT:
-        """An action of no rows, of the actor's type and dtypes (for a step where every
-        copy resets): none of the rows of the actor's last action, or, before it has one,
-        the actor's answer to ``obs`` (which has no rows)."""
-        if self._last_action is not None:
-            return _take_rows(self._last_action, np.empty(0, np.intp))  # type: ignore[no-any-return]
-        device = self._actor_device()
-        with torch.no_grad():
-            action = self.actor(obs if device is None else obs.to(device))
-        if not isinstance(action, Action):
-            _not_an_action(action)
-        return action
 
 
 class RolloutCollector(_Collector[ActionT]):

@@ -18,6 +18,7 @@ from rl_mind.collectors import (
     RolloutCollector,
     TransitionCollector,
     _EpisodeStats,
+    _joined,
     _take_rows,
 )
 from rl_mind.core import Action, Actor, StochasticAction, TensorStruct, unbatched
@@ -505,6 +506,52 @@ def test_taking_rows_of_tensors_numpy_cannot_view():
     assert torch.equal(taken.log_prob.detach(), torch.tensor([3.0, 1.0]))
     half = torch.tensor([[1.0], [2.0], [3.0]], dtype=torch.bfloat16)
     assert torch.equal(_take_rows(half, rows), half[[2, 0]])
+
+
+def test_joining_the_actions_of_the_steps():
+    """Per-step actions are joined through numpy (rows dropped on the way), or through
+    torch for tensors numpy cannot view; both give what torch.cat / torch.stack give."""
+    steps = [
+        StochasticAction(torch.tensor([1, 2]), torch.tensor([0.5, 0.25])),
+        StochasticAction(torch.tensor([3, 4]), torch.tensor([0.125, 1.0])),
+    ]
+    rows = np.array([0, 3])
+    joined = _joined(steps, rows)
+    assert torch.equal(joined.value, torch.tensor([1, 4]))
+    assert torch.equal(joined.log_prob, torch.tensor([0.5, 1.0]))
+    stacked = _joined(steps, stacked=True)
+    assert torch.equal(stacked.value, torch.tensor([[1, 2], [3, 4]]))
+    assert stacked.log_prob.shape == (2, 2)
+    # a copy: changing the result leaves the actor's tensors alone
+    _joined(steps).value.zero_()
+    assert torch.equal(steps[0].value, torch.tensor([1, 2]))
+    half = [torch.tensor([[1.0], [2.0]], dtype=torch.bfloat16) * k for k in (1, 3)]
+    assert torch.equal(_joined(half, rows), torch.cat(half)[[0, 3]])
+    assert torch.equal(_joined(half, stacked=True), torch.stack(half))
+    with_grad = [torch.tensor([1.0, 2.0], requires_grad=True)] * 2
+    assert _joined(with_grad, rows).requires_grad
+
+
+class WanderingLogProb(Actor[StochasticAction]):
+    """A faulty actor: its log-probabilities change shape from one step to the next."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, obs: Tensor) -> StochasticAction:
+        self.calls += 1
+        log_prob = torch.zeros(len(obs), *([1] if self.calls % 2 else []))
+        return StochasticAction(torch.zeros(len(obs), dtype=torch.long), log_prob)
+
+
+@pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
+def test_actions_whose_shape_changes_between_steps_get_a_clear_error(same_step_reset):
+    with VecEnv("CartPole-v1", 2, seed=0, same_step_reset=same_step_reset) as env:
+        collector_type = RolloutCollector if same_step_reset else TransitionCollector
+        collector = collector_type(env, WanderingLogProb())
+        with pytest.raises(ValueError, match=r"field 'log_prob' has incompatible shapes"):
+            collector.collect(4)
 
 
 @pytest.mark.parametrize("enabled", [True, False], ids=["gc-on", "gc-off"])

@@ -53,24 +53,14 @@ def _check_count(name: str, n: int) -> None:
 
 def _joined(items: list[Any], keep: np.ndarray | None = None, *, stacked: bool = False) -> Any:
     """Per-step ``[B, ...]`` tensors or structs (actions) joined: concatenated into the
-    ``[T*B, ...]`` rows (only the flat rows ``keep`` when given), or ``stacked`` into
-    ``[T, B, ...]``. On the CPU through numpy: a few light calls where ``torch.cat`` and
-    ``index_select`` go through torch's dispatcher, which costs most the first time in a
-    while, as right after the steps (measured: half the time, at 8 steps of 64 copies)."""
+    ``[T*B, ...]`` rows (only the flat rows ``keep`` when given, taken through numpy: see
+    :func:`_take_rows`), or ``stacked`` into ``[T, B, ...]``; one pass over the fields."""
 
     def join(column: list[Tensor]) -> Tensor:
-        try:
-            arrays = [tensor.numpy() for tensor in column]
-        except (RuntimeError, TypeError):  # on a GPU, or a dtype numpy lacks
-            joined = torch.stack(column) if stacked else torch.cat(column)
-            if keep is not None:
-                joined = joined.index_select(0, torch.from_numpy(keep).to(joined.device))
-            return joined
-        try:  # (asarray of arrays of one shape stacks them in one C call)
-            array = np.asarray(arrays) if stacked else np.concatenate(arrays)
-        except ValueError as error:  # shapes that differ (as torch says it, for _combine)
-            raise RuntimeError(str(error)) from None
-        return torch.from_numpy(array if keep is None else array.take(keep, 0))
+        if stacked:
+            return torch.stack(column)
+        joined = torch.cat(column)
+        return joined if keep is None else _take_tensor_rows(joined, keep)
 
     first = items[0]
     if isinstance(first, Tensor):
@@ -403,18 +393,21 @@ def _obs_rows(obs: Any, rows: np.ndarray) -> Any:
     return _tree_map(lambda a: _take(a, rows), obs)
 
 
+def _take_tensor_rows(tensor: Tensor, rows: np.ndarray) -> Tensor:
+    """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor (a copy). On the CPU through
+    numpy: a few light calls where ``index_select`` goes through torch's dispatcher, which
+    costs most the first time in a while, as between two actor calls."""
+    try:
+        return torch.from_numpy(tensor.numpy().take(rows, 0))
+    except (RuntimeError, TypeError):  # on a GPU, with gradients, or a dtype numpy lacks
+        return tensor.index_select(0, torch.from_numpy(rows).to(tensor.device))
+
+
 def _take_rows(data: Any, rows: np.ndarray) -> Any:
-    """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor or struct (copies). On the
-    CPU through numpy: a few light calls where ``index_select`` goes through torch's
-    dispatcher, which costs most the first time in a while, as between two actor calls."""
-
-    def take(tensor: Tensor) -> Tensor:
-        try:
-            return torch.from_numpy(tensor.numpy().take(rows, 0))
-        except (RuntimeError, TypeError):  # on a GPU, with gradients, or a dtype numpy lacks
-            return tensor.index_select(0, torch.from_numpy(rows).to(tensor.device))
-
-    return take(data) if isinstance(data, Tensor) else data._apply_batched(take)
+    """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor or struct (copies)."""
+    if isinstance(data, Tensor):
+        return _take_tensor_rows(data, rows)
+    return data._apply_batched(lambda tensor: _take_tensor_rows(tensor, rows))
 
 
 class _Collector(Generic[ActionT]):

@@ -509,8 +509,8 @@ def test_taking_rows_of_tensors_numpy_cannot_view():
 
 
 def test_joining_the_actions_of_the_steps():
-    """Per-step actions are joined through numpy (rows dropped on the way), or through
-    torch for tensors numpy cannot view; both give what torch.cat / torch.stack give."""
+    """Per-step actions are joined field by field, rows dropped through numpy, or through
+    torch for tensors numpy cannot view: what torch.cat / torch.stack and an index give."""
     steps = [
         StochasticAction(torch.tensor([1, 2]), torch.tensor([0.5, 0.25])),
         StochasticAction(torch.tensor([3, 4]), torch.tensor([0.125, 1.0])),

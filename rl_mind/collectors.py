@@ -39,7 +39,15 @@ from torch import Tensor, nn
 
 from rl_mind.core import Action, ActionT, Observation, TensorStruct
 from rl_mind.data import Episode, Rollout, Transitions
-from rl_mind.env import _BOOL, _FLOAT32, VecEnv, _tensor, _tree_map, _with_final_rows
+from rl_mind.env import (
+    _BOOL,
+    _FLOAT32,
+    VecEnv,
+    _stack_rows,
+    _tensor,
+    _tree_map,
+    _with_final_rows,
+)
 
 __all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
 
@@ -295,12 +303,9 @@ class _Recording:
 
     def finish(self) -> None:
         """Stack the recorded steps into arrays (once, after the last step)."""
-        # (asarray of a list of arrays of one shape: a single C call, where np.stack runs
+        # (an array of a list of arrays of one shape: a single C call, where np.stack runs
         # through Python; the flags come out bool)
-        steps = self.obs_steps
-        self.obs = (
-            np.asarray(steps) if type(steps[0]) is np.ndarray else _tree_map(_stacked, *steps)
-        )
+        self.obs = _stack_rows(self.obs_steps)
         self.reward = np.asarray(self.reward_steps)
         self.terminated = np.asarray(self.terminated_steps, np.bool_)
         self.truncated = np.asarray(self.truncated_steps, np.bool_)
@@ -364,11 +369,6 @@ class _Steps(NamedTuple):
     next_obs: Any
     terminated: Tensor
     truncated: Tensor
-
-
-def _stacked(*steps: np.ndarray) -> np.ndarray:
-    """The arrays of ``steps`` (of one shape) stacked along a new leading dimension."""
-    return np.asarray(steps)
 
 
 def _flat_rows(array: np.ndarray, n: int, rows: np.ndarray | None) -> np.ndarray:

@@ -136,7 +136,9 @@ def _tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
 
 
 def _stack_rows(items: Sequence[Any]) -> Any:
-    """Single-copy observations (gymnasium's ``final_obs`` entries) -> one batch."""
+    """Numpy observations of one shape (arrays, or dicts of them) stacked along a new
+    leading dimension: single-copy ones (gymnasium's ``final_obs`` entries) into a batch,
+    or a collector's recorded ``[B]`` steps into ``[T, B]``."""
     first = items[0]
     if isinstance(first, Mapping):
         return {key: _stack_rows([item[key] for item in items]) for key in first}

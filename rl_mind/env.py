@@ -126,6 +126,30 @@ class _Converter:
             tensor = tensor.to(self.device)
         return tensor
 
+    def rows(self, batch: Any, rows: np.ndarray) -> Observation:
+        """The ``rows`` (a 1-d int array) of numpy observations, as a tensor (or struct):
+        ``self(batch[rows])`` in one call, the take being the only copy.
+
+        ``take`` is the same copy as the fancy index, many times faster on rows of several
+        values (measured, ``[512, 4]`` float32: 0.6 µs against 5.8 µs; ``[64, 4]``: 0.4
+        against 1.6). On a column-major array (as CartPole's vector environment returns
+        its observations), ``take`` on the first axis would first copy the whole array to
+        row-major; through the transpose, row-major, it takes the rows straight, and they
+        come out column-major."""
+        if self.is_dict:
+            children = self.children.items()
+            return self.struct(**{key: conv.rows(batch[key], rows) for key, conv in children})
+        array = batch if type(batch) is np.ndarray else np.asarray(batch)
+        if array.ndim > 1 and array.flags.f_contiguous:
+            tensor = torch.from_numpy(array.T.take(rows, -1).T)
+        else:
+            tensor = torch.from_numpy(array.take(rows, 0))
+        if self.dtype is not None and tensor.dtype is not self.dtype:
+            tensor = tensor.to(self.dtype)
+        if not self.on_cpu:
+            tensor = tensor.to(self.device)
+        return tensor
+
 
 def _tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """``fn`` applied leaf by leaf to numpy observations (arrays, or dicts of them for
@@ -290,14 +314,28 @@ class VecEnv:
         if isinstance(self._action_space, spaces.Discrete):
             self._action_low = int(self._action_space.start)
             self._action_high = int(self._action_space.start + self._action_space.n)
+            # the valid actions, for the range check of _to_numpy_actions (None: too many);
+            # and their count as a uint64 array, compared with an unsigned view of the
+            # actions (it promotes to nothing wider)
+            span = self._action_high - self._action_low
+            self._action_values = (
+                frozenset(range(self._action_low, self._action_high)) if span <= 4096 else None
+            )
+            self._action_span = np.array(span, np.uint64)
         elif not isinstance(self._action_space, spaces.Box):
             raise TypeError(
                 f"VecEnv supports Discrete and Box action spaces, got {self._action_space}"
             )
         self._no_reset = torch.zeros(num_envs, dtype=torch.bool, device=self._device)
         # next-step mode: the actions given to the copies that reset (which ignore them)
-        # when the actor only acted for the others (see _step_arrays)
-        self._filler: np.ndarray | None = None
+        # when the actor only acted for the others (see _step_arrays): one valid action
+        # per copy (the lowest, or 0 clipped)
+        space = self._action_space
+        if isinstance(space, spaces.Box):
+            one = np.clip(np.zeros(space.shape), space.low, space.high).astype(space.dtype)
+        else:
+            one = np.asarray(self._action_low, np.int64)
+        self._filler = np.repeat(one[None], num_envs, axis=0)
         # (terminated, truncated) of the last step, None after a reset: in next-step mode,
         # the copies that ended there are auto-reset by the next step
         self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
@@ -503,7 +541,11 @@ class VecEnv:
                     f"continuous actions must be finite, got NaN or inf in rows {bad_rows}"
                 )
             array = array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
-            return array if rows is None else self._with_filler(array, rows)
+            if rows is None:
+                return array
+            full = self._filler.copy()  # (the copies that reset ignore their action)
+            full[rows] = array
+            return full
         if array.shape != (B,):
             hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
             raise ValueError(
@@ -516,33 +558,22 @@ class VecEnv:
                 f"use actions.long() if the values are whole numbers"
             )
         low, high = self._action_low, self._action_high
-        if B <= 128:  # a Python min/max over a list beats a numpy reduction between two
-            # actor calls (measured: 9 against 16 µs at B = 64, cold caches included)
-            values = array.tolist()
-            out_of_range = B > 0 and (min(values) < low or max(values) >= high)
-        else:  # one reduction: seen as unsigned, a value below `low` is huge
+        values = self._action_values
+        if values is not None and B <= 1024:  # (a hash lookup per action: the cheapest check)
+            out_of_range = not values.issuperset(array.tolist())
+        else:  # one comparison and a count: seen as unsigned, a value below `low` is huge
             shifted = array if low == 0 else array.astype(np.int64) - low
             unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
-            out_of_range = bool(np.maximum.reduce(unsigned) >= high - low)  # (.max() is slower)
+            out_of_range = bool(np.count_nonzero(np.greater_equal(unsigned, self._action_span)))
         if out_of_range:
             raise ValueError(
                 f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
             )
         if array.dtype is not _INT64:
             array = array.astype(np.int64)
-        return array if rows is None else self._with_filler(array, rows)
-
-    def _with_filler(self, array: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """The actions ``array`` of the copies ``rows``, among valid actions for the others
-        (which ignore them: they reset at this step)."""
-        if self._filler is None:  # one valid action per copy (the lowest, or 0 clipped)
-            space = self._action_space
-            if isinstance(space, spaces.Box):
-                one = np.clip(np.zeros(space.shape), space.low, space.high).astype(space.dtype)
-            else:
-                one = np.asarray(self._action_low, np.int64)
-            self._filler = np.repeat(one[None], self._num_envs, axis=0)
-        full = self._filler.copy()
+        if rows is None:
+            return array
+        full = self._filler.copy()  # (the copies that reset ignore their action)
         full[rows] = array
         return full
 

@@ -9,7 +9,7 @@ import torch
 from gymnasium import spaces
 
 from rl_mind.core import Action, TensorStruct
-from rl_mind.env import EnvStep, VecEnv
+from rl_mind.env import EnvStep, VecEnv, _Converter
 from tests.toy_envs import (
     COUNTER_ID,
     FLAG_RUNNING,
@@ -104,6 +104,30 @@ def test_copies_that_reset_get_a_valid_action(kwargs, expected):
         actions = env._to_numpy_actions(Action(one), rows)
         assert actions.tolist() == expected
         assert all(env.action_space.contains(a) for a in actions)
+
+
+@pytest.mark.parametrize("layout", ["row-major", "column-major", "strided", "one-dimensional"])
+def test_taking_rows_of_numpy_observations_on_every_memory_layout(layout):
+    # (CartPole's native vector environment returns column-major observations)
+    space = spaces.Box(-10, 10, (3,) if layout != "one-dimensional" else ())
+    convert = _Converter(space, torch.device("cpu"))
+    batch = np.arange(15, dtype=np.float64).reshape(5, 3)
+    batch = {
+        "row-major": batch,
+        "column-major": np.asfortranarray(batch),
+        "strided": np.arange(30.0).reshape(5, 6)[:, ::2],
+        "one-dimensional": batch[:, 0].copy(),
+    }[layout]
+    rows = np.array([4, 0, 2])
+    taken = convert.rows(batch, rows)
+    assert taken.dtype == torch.float32  # converted as the whole batch would be
+    assert torch.equal(taken, convert(batch)[torch.from_numpy(rows)])
+    batch[...] = -1  # a copy: the taken rows share nothing with the batch
+    assert (taken != -1).all()
+    dict_convert = _Converter(spaces.Dict({"a": space, "b": spaces.Discrete(3)}), convert.device)
+    taken_dict = dict_convert.rows({"a": batch, "b": np.arange(5)}, rows)
+    assert torch.equal(taken_dict.b, torch.tensor([4, 0, 2]))
+    assert taken_dict.a.shape == (3, *space.shape)
 
 
 def test_cartpole_native_vectorization_in_next_step_mode_and_sync_in_same_step_mode():
@@ -285,11 +309,14 @@ def test_bad_discrete_actions_are_refused_and_the_episode_continues():
         assert torch.equal(decode(step.next_obs)[:, 1], decode(obs)[:, 1])
 
 
-@pytest.mark.parametrize("num_envs", [2, 200])  # a short list, and one numpy reduction
+@pytest.mark.parametrize("num_envs", [2, 200])
 @pytest.mark.parametrize("start", [0, -1])
-def test_the_discrete_range_check_at_every_size_start_and_integer_dtype(num_envs, start):
+@pytest.mark.parametrize("check", ["lookup", "comparison"])
+def test_the_discrete_range_check_at_every_size_start_and_integer_dtype(num_envs, start, check):
     with counter(num_envs, action_start=start) as env:
         assert env.action_space == spaces.Discrete(3, start=start)
+        if check == "comparison":  # the path of action spaces too large for a lookup set
+            env._action_values = None
         env.reset()
         for dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
             low = max(start, 0) if dtype == torch.uint8 else start

@@ -541,36 +541,32 @@ class VecEnv:
                     f"continuous actions must be finite, got NaN or inf in rows {bad_rows}"
                 )
             array = array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
-            if rows is None:
-                return array
-            full = self._filler.copy()  # (the copies that reset ignore their action)
-            full[rows] = array
-            return full
-        if array.shape != (B,):
-            hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
-            raise ValueError(
-                f"expected discrete actions of shape [{B}] ([{_rows_name(rows)}]), "
-                f"got {list(array.shape)}{hint}"
-            )
-        if array.dtype.kind not in "iu":
-            raise ValueError(
-                f"expected integer discrete actions (torch.long), got dtype {actions.dtype}; "
-                f"use actions.long() if the values are whole numbers"
-            )
-        low, high = self._action_low, self._action_high
-        values = self._action_values
-        if values is not None and B <= 1024:  # (a hash lookup per action: the cheapest check)
-            out_of_range = not values.issuperset(array.tolist())
-        else:  # one comparison and a count: seen as unsigned, a value below `low` is huge
-            shifted = array if low == 0 else array.astype(np.int64) - low
-            unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
-            out_of_range = bool(np.count_nonzero(np.greater_equal(unsigned, self._action_span)))
-        if out_of_range:
-            raise ValueError(
-                f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
-            )
-        if array.dtype is not _INT64:
-            array = array.astype(np.int64)
+        else:
+            if array.shape != (B,):
+                hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
+                raise ValueError(
+                    f"expected discrete actions of shape [{B}] ([{_rows_name(rows)}]), "
+                    f"got {list(array.shape)}{hint}"
+                )
+            if array.dtype.kind not in "iu":
+                raise ValueError(
+                    f"expected integer discrete actions (torch.long), got dtype {actions.dtype}; "
+                    f"use actions.long() if the values are whole numbers"
+                )
+            low, high = self._action_low, self._action_high
+            values = self._action_values
+            if values is not None and B <= 1024:  # (a hash lookup per action: the cheapest check)
+                out_of_range = not values.issuperset(array.tolist())
+            else:  # one comparison and a count: seen as unsigned, a value below `low` is huge
+                shifted = array if low == 0 else array.astype(np.int64) - low
+                unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
+                out_of_range = bool(np.count_nonzero(np.greater_equal(unsigned, self._action_span)))
+            if out_of_range:
+                raise ValueError(
+                    f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
+                )
+            if array.dtype is not _INT64:
+                array = array.astype(np.int64)
         if rows is None:
             return array
         full = self._filler.copy()  # (the copies that reset ignore their action)

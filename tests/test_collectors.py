@@ -139,6 +139,12 @@ def test_transition_collector_invariants(obs_kind, same_step_reset):
         run_transition_collector(env)
 
 
+def test_transition_collector_invariants_with_many_copies():
+    # (from 17 copies on, collect(1) looks for the rows to keep without counting first)
+    with counter(20, "box", same_step_reset=False) as env:
+        run_transition_collector(env)
+
+
 @pytest.mark.parametrize(
     ("obs_kind", "same_step_reset"), [("dict", False), ("box", True)], ids=["dict-next", "box-same"]
 )
@@ -160,6 +166,20 @@ def test_transition_collector_on_native_cartpole_drops_the_reset_rows():
         # and no transition starts from a terminal state
         assert ((data.obs[:, 0].abs() <= 2.4) & (data.obs[:, 2].abs() <= 0.2095)).all()
         assert torch.equal(data.reward, torch.ones(len(data)))  # reset rows have reward 0
+
+
+@pytest.mark.parametrize(("num_envs", "n_steps"), [(4, 40), (20, 1)])
+def test_native_cartpole_transitions_are_true_successors(num_envs, n_steps):
+    # CartPole returns column-major observations, whose rows are taken through the
+    # transpose; its Euler step moves the cart by 0.02 times its velocity: x' = x + 0.02 v
+    with VecEnv("CartPole-v1", num_envs, seed=0) as env:
+        collector = TransitionCollector(env, ConstantActor())
+        parts = [collector.collect(n_steps) for _ in range(40 // n_steps)]
+        data = Transitions.cat(parts)
+        assert collector.steps == len(data) < 40 * num_envs  # some reset rows were dropped
+        expected = data.obs[:, 0] + 0.02 * data.obs[:, 1]
+        assert torch.allclose(data.next_obs[:, 0], expected, atol=1e-6)
+        assert ((data.obs[:, 0].abs() <= 2.4) & (data.obs[:, 2].abs() <= 0.2095)).all()
 
 
 class WatchingActor(CounterActor):

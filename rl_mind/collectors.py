@@ -541,7 +541,8 @@ class TransitionCollector(_Collector[ActionT]):
             self._reset()
         obs_np = self._obs_np
         convert = env._convert
-        # next-step mode: the copies this step resets (None: none to know of)
+        # next-step mode: the copies this step resets (VecEnv._reset_pending, without the
+        # call: this runs at every step)
         reset_rows = None if env._same_step_reset else env._ended()
         keep = valid = None
         # (with many copies, some reset at most steps: no count first)
@@ -579,14 +580,12 @@ class TransitionCollector(_Collector[ActionT]):
             # in the processor's cache, as the steps of the environment evict it)
             reward, terminated = reward_np.take(keep), terminated_np.take(keep)
             next_obs = convert.rows(next_np, keep)
-            if device is None and reward.dtype is _FLOAT32 and terminated.dtype is _BOOL:
-                # (the usual case, without a call to _tensor for it: this runs every step)
-                reward_t, terminated_t = torch.from_numpy(reward), torch.from_numpy(terminated)
-            else:
-                reward_t = _tensor(reward, _FLOAT32, device)
-                terminated_t = _tensor(terminated, _BOOL, device)
             data: Transitions[ActionT] = Transitions._trusted(
-                obs, action, reward_t, next_obs, terminated_t
+                obs,
+                action,
+                _tensor(reward, _FLOAT32, device),
+                next_obs,
+                _tensor(terminated, _BOOL, device),
             )
             self._obs = None  # converted when needed: the next step may reset copies too
             self.steps += len(keep)

@@ -15,6 +15,7 @@ truncations.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar, overload
@@ -116,6 +117,10 @@ class Rollout(TensorStruct, Generic[ActionT]):
 
 StructT = TypeVar("StructT", bound=TensorStruct)
 
+# ReplayBuffer.add of one transition: fields of at most this many numbers an item are
+# written through Python scalars (past it, a numpy view of the tensor costs less)
+_SMALL_ITEM = 16
+
 
 def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list[str], list[str]]:
     """Dotted paths, in field order, of every batched tensor, every nested batched struct,
@@ -203,6 +208,9 @@ class ReplayBuffer(Generic[ActionT]):
         # fraction of a torch slice assignment
         self._arrays: list[np.ndarray] | None = None
         self._array_layout: list[tuple[tuple[int, ...], np.dtype[Any]]] = []
+        # an add of one transition whose fields are all small (see _add_one): the shape
+        # ([1, ...]) and dtype of each field
+        self._one_row: list[tuple[torch.Size, torch.dtype]] | None = None
         self._layout: list[tuple[tuple[int, ...], torch.dtype]] = []
         self._leaf_names: list[str] = []
         self._get_leaves: Callable[[Any], tuple[Any, ...]] = _getter([])
@@ -243,6 +251,11 @@ class ReplayBuffer(Generic[ActionT]):
                 self._arrays = None
             else:  # what an add's numpy views must match: per-item shape and dtype
                 self._array_layout = [(array.shape[1:], array.dtype) for array in self._arrays]
+        self._one_row = None
+        if self._arrays is not None and all(
+            math.prod(shape) <= _SMALL_ITEM for shape, _ in self._layout
+        ):
+            self._one_row = [(torch.Size((1, *shape)), dtype) for shape, dtype in self._layout]
         # what sample rebuilds: the batched tensors come from the storage, the unbatched
         # fields from here, moved to the buffer's device too
         self._template = _unbatched_to(transitions, self.device) if fixed_paths else transitions
@@ -305,7 +318,9 @@ class ReplayBuffer(Generic[ActionT]):
         except AttributeError:
             leaves = ()
         arrays = self._arrays
-        if arrays is not None:
+        if arrays is not None and leaves:
+            if self._one_row is not None and self._add_one(transitions, arrays, leaves):
+                return
             # fast path: numpy views of CPU tensors, checked on the numpy side
             try:
                 incoming = [leaf.numpy() for leaf in leaves]
@@ -322,6 +337,34 @@ class ReplayBuffer(Generic[ActionT]):
         self._check(transitions, leaves)
         n = leaves[0].shape[0]
         self._write(self._storage, [leaf.detach().to(self.device) for leaf in leaves], n)
+
+    def _add_one(
+        self, transitions: Transitions[ActionT], arrays: list[np.ndarray], leaves: tuple[Any, ...]
+    ) -> bool:
+        """Write ``transitions`` if it holds one transition of the stored layout (then
+        True; else False, and nothing is written). The fields are small (at most
+        ``_SMALL_ITEM`` numbers an item): each goes through ``tolist`` (exact for every
+        dtype numpy stores) and a numpy row write, which together cost less than a numpy
+        view of the tensor (CartPole's six fields, in instructions plus 12 per cache miss:
+        72k against 115k an add)."""
+        if type(transitions) is not type(self._template) or (
+            tuple(map(type, self._get_nodes(transitions))) != self._node_types
+        ):
+            return False
+        values = []
+        try:
+            for leaf, (shape, dtype) in zip(leaves, self._one_row or ()):
+                if leaf.dtype is not dtype or leaf.shape != shape:
+                    return False
+                values.append(leaf.tolist()[0])  # (all read before any write)
+        except AttributeError:  # not a tensor: the full check says what it is
+            return False
+        position = self._position
+        for array, value in zip(arrays, values):  # (checked: no write can fail)
+            array[position] = value
+        self._position = (position + 1) % self.capacity
+        self._size = min(self._size + 1, self.capacity)
+        return True
 
     def _write(self, stores: list[Any], leaves: list[Any], n: int) -> None:
         if n == 0:

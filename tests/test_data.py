@@ -194,6 +194,61 @@ def test_a_rejected_add_leaves_the_buffer_unchanged():
     assert len(buffer) == 4 and stored_ids(buffer) == {1, 2, 3, 4}
 
 
+@pytest.mark.parametrize("obs_dim", [3, 40])  # small items go through Python scalars
+def test_a_single_transition_is_stored_exactly_and_checked_like_any_add(obs_dim):
+    buffer: ReplayBuffer[StochasticAction] = ReplayBuffer(2)
+    values = [0.1, -0.0, 1e-40, 3.4e38, float("inf"), float("-inf"), float("nan"), 2.5e-7]
+    obs = torch.tensor(values * (obs_dim // 8 + 1))[:obs_dim].view(1, obs_dim)
+    exact = Transitions(
+        obs=obs,
+        action=StochasticAction(torch.tensor([2**62 + 1]), torch.tensor([-1e-30])),
+        reward=torch.tensor([0.1]).requires_grad_(),  # stored detached
+        next_obs=-obs,
+        terminated=torch.tensor([True]),
+    )
+    buffer.add(transitions([7], obs_dim=obs_dim))
+    buffer.add(exact)  # the ring is full now
+
+    def bits(t: Tensor) -> Tensor:  # compared bit for bit (NaN and -0.0 included)
+        return t.view(torch.int32) if t.dtype == torch.float32 else t
+
+    stored = buffer.sample(64, generator=torch.Generator().manual_seed(0))
+    rows = stored.action.value == 2**62 + 1
+    assert 0 < int(rows.sum()) < 64
+    for got, want in [
+        (stored.obs[rows], obs),
+        (stored.next_obs[rows], -obs),
+        (stored.action.log_prob[rows], exact.action.log_prob),
+        (stored.reward[rows], exact.reward.detach()),
+        (stored.terminated[rows], exact.terminated),
+    ]:
+        assert got.dtype == want.dtype and torch.equal(bits(got), bits(want).expand_as(got))
+    # a single transition that does not fit is rejected whole, like any other add
+    one = transitions([5], obs_dim=obs_dim)
+    bad = [
+        (dataclasses.replace(one, obs=one.obs[:, :-1]), ValueError, "'obs' has per-item shape"),
+        (dataclasses.replace(one, obs=one.obs[:, :, None]), ValueError, "'obs' has per-item"),
+        (dataclasses.replace(one, reward=one.reward.double()), ValueError, "'reward'.*float64"),
+        (
+            dataclasses.replace(
+                one, action=StochasticAction(one.action.value.int(), torch.zeros(1))
+            ),
+            ValueError,
+            "'action.value'.*torch.int32",
+        ),
+        (dataclasses.replace(one, action=Action(one.action.value)), TypeError, "with Action"),
+        # (a field that cannot be read, after fields that can: nothing is written either)
+        (dataclasses.replace(one, terminated=one.terminated.to("meta")), Exception, "meta"),
+    ]
+    before = buffer.sample(256, generator=torch.Generator().manual_seed(1))
+    for data, error, message in bad:
+        with pytest.raises(error, match=message):
+            buffer.add(data)
+    after = buffer.sample(256, generator=torch.Generator().manual_seed(1))
+    assert len(buffer) == 2 and torch.equal(bits(before.obs), bits(after.obs))
+    assert torch.equal(before.action.value, after.action.value)
+
+
 # ---------------------------------------------------------------------- Episode, Rollout
 def test_episode_len_cumulated_reward_and_all_obs():
     obs = torch.arange(12.0).view(4, 3)

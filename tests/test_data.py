@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 import pytest
 import torch
@@ -245,8 +246,10 @@ def test_a_single_transition_is_stored_exactly_and_checked_like_any_add(obs_dim)
         with pytest.raises(error, match=message):
             buffer.add(data)
     after = buffer.sample(256, generator=torch.Generator().manual_seed(1))
-    assert len(buffer) == 2 and torch.equal(bits(before.obs), bits(after.obs))
-    assert torch.equal(before.action.value, after.action.value)
+    assert len(buffer) == 2
+    for field in ("obs", "next_obs", "action.value", "action.log_prob", "reward", "terminated"):
+        get = operator.attrgetter(field)
+        assert torch.equal(bits(get(before)), bits(get(after))), field
 
 
 # ---------------------------------------------------------------------- Episode, Rollout

@@ -141,14 +141,8 @@ class _Converter:
             return self.struct(**{key: conv.rows(batch[key], rows) for key, conv in children})
         array = batch if type(batch) is np.ndarray else np.asarray(batch)
         if array.ndim > 1 and array.flags.f_contiguous:
-            tensor = torch.from_numpy(array.T.take(rows, -1).T)
-        else:
-            tensor = torch.from_numpy(array.take(rows, 0))
-        if self.dtype is not None and tensor.dtype is not self.dtype:
-            tensor = tensor.to(self.dtype)
-        if not self.on_cpu:
-            tensor = tensor.to(self.device)
-        return tensor
+            return self(array.T.take(rows, -1).T)
+        return self(array.take(rows, 0))  # (a fresh, writable array: converted without a copy)
 
 
 def _tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:

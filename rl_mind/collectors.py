@@ -574,36 +574,34 @@ class TransitionCollector(_Collector[ActionT]):
             action = _take_rows(self._last_action, np.empty(0, np.intp))
         next_np, reward_np, terminated_np, truncated_np, final = env._step_arrays(action, keep)
         self._obs_np = next_np
-        device = None if convert.on_cpu else env.device
         if keep is not None:  # (next-step mode: no final observations to put back)
             # (the takes, then the conversions: each kind of call runs while its code is
             # in the processor's cache, as the steps of the environment evict it)
             reward, terminated = reward_np.take(keep), terminated_np.take(keep)
             next_obs = convert.rows(next_np, keep)
-            data: Transitions[ActionT] = Transitions._trusted(
-                obs,
-                action,
-                _tensor(reward, _FLOAT32, device),
-                next_obs,
-                _tensor(terminated, _BOOL, device),
-            )
             self._obs = None  # converted when needed: the next step may reset copies too
             self.steps += len(keep)
         else:
+            reward, terminated = reward_np, terminated_np
             self._obs = convert(next_np)
             next_obs = self._obs if final is None else convert(_with_final_rows(next_np, final))
-            data = Transitions._trusted(
-                obs,
-                action,
-                _tensor(reward_np, _FLOAT32, device),
-                next_obs,
-                _tensor(terminated_np, _BOOL, device),
-            )
             self.steps += env._num_envs
             if reward_np.dtype is _FLOAT32:  # the returned rewards share its memory
                 reward_np = reward_np.copy()
         self._stats.push(reward_np, env._ended(), valid)  # type: ignore[arg-type]
-        return data
+        if convert.on_cpu and reward.dtype is _FLOAT32 and terminated.dtype is _BOOL:
+            # (_tensor's work in the usual case, without its two calls)
+            return Transitions._trusted(
+                obs, action, torch.from_numpy(reward), next_obs, torch.from_numpy(terminated)
+            )
+        device = None if convert.on_cpu else env.device
+        return Transitions._trusted(
+            obs,
+            action,
+            _tensor(reward, _FLOAT32, device),
+            next_obs,
+            _tensor(terminated, _BOOL, device),
+        )
 
 
 class RolloutCollector(_Collector[ActionT]):

@@ -141,8 +141,15 @@ class _Converter:
             return self.struct(**{key: conv.rows(batch[key], rows) for key, conv in children})
         array = batch if type(batch) is np.ndarray else np.asarray(batch)
         if array.ndim > 1 and array.flags.f_contiguous:
-            return self(array.T.take(rows, -1).T)
-        return self(array.take(rows, 0))  # (a fresh, writable array: converted without a copy)
+            taken = array.T.take(rows, -1).T
+        else:
+            taken = array.take(rows, 0)
+        # (the tail of __call__, without its copy check: the taken array is fresh and
+        # writable; written out here, as this runs twice at every collect(1) step)
+        tensor = torch.from_numpy(taken)
+        if self.dtype is not None and tensor.dtype is not self.dtype:
+            tensor = tensor.to(self.dtype)
+        return tensor if self.on_cpu else tensor.to(self.device)
 
 
 def _tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
@@ -305,15 +312,19 @@ class VecEnv:
         self._action_space = self._gym_env.single_action_space
         self._convert = _Converter(self._observation_space, self._device)
         self._continuous = isinstance(self._action_space, spaces.Box)
+        self._action_values: frozenset[int] | None = None  # (discrete: see below)
         if isinstance(self._action_space, spaces.Discrete):
             self._action_low = int(self._action_space.start)
             self._action_high = int(self._action_space.start + self._action_space.n)
-            # the valid actions, for the range check of _to_numpy_actions (None: too many);
-            # and their count as a uint64 array, compared with an unsigned view of the
-            # actions (it promotes to nothing wider)
+            # the valid actions, for the range check of _to_numpy_actions (None: too many
+            # of them, or of copies: a hash lookup per action is then no longer the cheapest
+            # check); and their count as a uint64 array, compared in _checked_actions with an
+            # unsigned view of the actions (it promotes to nothing wider)
             span = self._action_high - self._action_low
             self._action_values = (
-                frozenset(range(self._action_low, self._action_high)) if span <= 4096 else None
+                frozenset(range(self._action_low, self._action_high))
+                if span <= 4096 and num_envs <= 1024
+                else None
             )
             self._action_span = np.array(span, np.uint64)
         elif not isinstance(self._action_space, spaces.Box):
@@ -506,17 +517,37 @@ class VecEnv:
         ``rows`` (next-step mode: the copies that do not reset at this step): ``actions``
         has one row per copy of ``rows``, and the other copies, which ignore their action,
         get a valid one."""
-        if isinstance(actions, Action):
-            actions = actions.value
-        if not isinstance(actions, Tensor):
+        value = actions.value if isinstance(actions, Action) else actions
+        if not isinstance(value, Tensor):
             raise TypeError(
-                f"step expects a tensor of actions or an Action, got {type(actions).__name__}"
+                f"step expects a tensor of actions or an Action, got {type(value).__name__}"
             )
-        B = self._num_envs if rows is None else len(rows)
         try:  # the common case, a CPU tensor without gradients, converts without copies
-            array = actions.numpy()
+            array = value.numpy()
         except (RuntimeError, TypeError):
-            array = actions.detach().cpu().numpy()
+            array = value.detach().cpu().numpy()
+        B = self._num_envs if rows is None else len(rows)
+        valid = self._action_values
+        # the usual discrete actions pass with a hash lookup each; anything else (or
+        # anything wrong) goes through the full checks
+        if not (
+            array.dtype is _INT64
+            and valid is not None
+            and array.shape == (B,)
+            and valid.issuperset(array.tolist())
+        ):
+            array = self._checked_actions(array, B, rows, value.dtype)
+        if rows is None:
+            return array
+        full = self._filler.copy()  # (the copies that reset ignore their action)
+        full[rows] = array
+        return full
+
+    def _checked_actions(
+        self, array: np.ndarray, B: int, rows: np.ndarray | None, dtype: torch.dtype
+    ) -> np.ndarray:
+        """Check ``B`` actions (numpy, from a tensor of ``dtype``) for the action space, with
+        a ``ValueError`` that says what is wrong; returns them as gymnasium wants them."""
         if self._continuous:
             shape = (B, *self._action_space.shape)  # type: ignore[misc]
             if array.shape != shape:
@@ -526,46 +557,33 @@ class VecEnv:
                     f"([{_rows_name(rows)}, action_dim]), got {list(array.shape)}{hint}"
                 )
             if array.dtype.kind != "f":
-                raise ValueError(
-                    f"expected floating-point continuous actions, got dtype {actions.dtype}"
-                )
+                raise ValueError(f"expected floating-point continuous actions, got dtype {dtype}")
             if not np.isfinite(array).all():
                 bad_rows = np.flatnonzero(~np.isfinite(array).reshape(B, -1).all(1)).tolist()
                 raise ValueError(
                     f"continuous actions must be finite, got NaN or inf in rows {bad_rows}"
                 )
-            array = array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
-        else:
-            if array.shape != (B,):
-                hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
-                raise ValueError(
-                    f"expected discrete actions of shape [{B}] ([{_rows_name(rows)}]), "
-                    f"got {list(array.shape)}{hint}"
-                )
-            if array.dtype.kind not in "iu":
-                raise ValueError(
-                    f"expected integer discrete actions (torch.long), got dtype {actions.dtype}; "
-                    f"use actions.long() if the values are whole numbers"
-                )
-            low, high = self._action_low, self._action_high
-            values = self._action_values
-            if values is not None and B <= 1024:  # (a hash lookup per action: the cheapest check)
-                out_of_range = not values.issuperset(array.tolist())
-            else:  # one comparison and a count: seen as unsigned, a value below `low` is huge
-                shifted = array if low == 0 else array.astype(np.int64) - low
-                unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
-                out_of_range = bool(np.count_nonzero(np.greater_equal(unsigned, self._action_span)))
-            if out_of_range:
-                raise ValueError(
-                    f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
-                )
-            if array.dtype is not _INT64:
-                array = array.astype(np.int64)
-        if rows is None:
-            return array
-        full = self._filler.copy()  # (the copies that reset ignore their action)
-        full[rows] = array
-        return full
+            return array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
+        if array.shape != (B,):
+            hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
+            raise ValueError(
+                f"expected discrete actions of shape [{B}] ([{_rows_name(rows)}]), "
+                f"got {list(array.shape)}{hint}"
+            )
+        if array.dtype.kind not in "iu":
+            raise ValueError(
+                f"expected integer discrete actions (torch.long), got dtype {dtype}; "
+                f"use actions.long() if the values are whole numbers"
+            )
+        low, high = self._action_low, self._action_high
+        # one comparison and a count: seen as unsigned, a value below `low` is huge
+        shifted = array if low == 0 else array.astype(np.int64) - low
+        unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
+        if np.count_nonzero(np.greater_equal(unsigned, self._action_span)):
+            raise ValueError(
+                f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
+            )
+        return array if array.dtype is _INT64 else array.astype(np.int64)
 
     def step(self, actions: Tensor | Action) -> EnvStep:
         """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float).

@@ -589,11 +589,6 @@ class TransitionCollector(_Collector[ActionT]):
             if reward_np.dtype is _FLOAT32:  # the returned rewards share its memory
                 reward_np = reward_np.copy()
         self._stats.push(reward_np, env._ended(), valid)  # type: ignore[arg-type]
-        if convert.on_cpu and reward.dtype is _FLOAT32 and terminated.dtype is _BOOL:
-            # (_tensor's work in the usual case, without its two calls)
-            return Transitions._trusted(
-                obs, action, torch.from_numpy(reward), next_obs, torch.from_numpy(terminated)
-            )
         device = None if convert.on_cpu else env.device
         return Transitions._trusted(
             obs,

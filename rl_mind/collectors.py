@@ -147,6 +147,9 @@ def _running_totals(
     return cum_return, cum_length
 
 
+_FOLD_SIZE = 65_536  # queued steps (all copies) that trigger a fold
+
+
 class _EpisodeStats:
     """The returns and lengths of the episodes that end during a ``collect``, computed only
     when read: each call queues its rewards and flags (so that ``collect(1)`` at every step
@@ -161,6 +164,7 @@ class _EpisodeStats:
         # (reward, done, counted) of the calls not folded yet: [B] or [T, B] numpy arrays,
         # counted None when every step counts
         self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+        self.queued_size = 0  # steps of all copies in the queue
         # return and length of each copy's running episode, up to the queued calls
         self.carry_return = np.zeros(num_envs)
         self.carry_length = np.zeros(num_envs, np.int64)
@@ -173,9 +177,14 @@ class _EpisodeStats:
         steps, not reset rows; None: all). Nothing else: it runs at every ``collect(1)``."""
         queue = self.queue
         queue.append((reward, done, counted))
-        if len(queue) >= 256:  # bound the memory of calls nobody asked stats for
+        self.queued_size += reward.size
+        # bound the memory of calls nobody asked stats for; a fold of up to 64k steps
+        # works in arrays small enough to stay in the cache and off fresh pages (measured
+        # at [8, 64] a call: 7.7 µs a call folded 128 at a time, 17 µs 255 at a time)
+        if (len(queue) >= 256 or self.queued_size >= _FOLD_SIZE) and len(queue) > 1:
             self._fold(queue[:-1])
             del queue[:-1]
+            self.queued_size = reward.size
 
     def _fold(self, queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> None:
         """Advance the running totals past calls whose own episodes nobody will ask for:
@@ -199,7 +208,7 @@ class _EpisodeStats:
             return self.result
         if len(queue) > 1:
             self._fold(queue[:-1])
-        self.queue = []
+        self.queue, self.queued_size = [], 0
         reward, done, counted = queue[-1]
         if reward.size == self.num_envs:  # one step (collect(1)): one end per copy at most
             return self._read_step(reward.reshape(-1), done.reshape(-1), counted)
@@ -258,7 +267,7 @@ class _EpisodeStats:
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
-        self.queue = []
+        self.queue, self.queued_size = [], 0
         self.carry_return = np.zeros(self.num_envs)
         self.carry_length = np.zeros(self.num_envs, np.int64)
         self.result = self.nothing_ended

@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+import rl_mind.collectors as collectors_module
 from rl_mind.collectors import (
     EpisodeCollector,
     RolloutCollector,
@@ -631,10 +632,14 @@ def reference_statistics(calls, num_envs):
     return per_call
 
 
+@pytest.mark.parametrize("fold_size", [None, 40])
 @pytest.mark.parametrize("num_envs", [1, 5])
-def test_episode_statistics_match_step_by_step_bookkeeping(num_envs):
+def test_episode_statistics_match_step_by_step_bookkeeping(num_envs, fold_size, monkeypatch):
     # random calls of 1 or several steps, some with uncounted (reset) rows, read at random
-    # moments and sometimes not for hundreds of calls (folded away in bulk meanwhile)
+    # moments and sometimes not for hundreds of calls (folded away in bulk meanwhile: after
+    # 256 calls or, with fold_size, a few steps)
+    if fold_size is not None:
+        monkeypatch.setattr(collectors_module, "_FOLD_SIZE", fold_size)
     rng = np.random.default_rng(0)
     stats_ = _EpisodeStats(num_envs)
     calls, reports = [], {}
@@ -646,6 +651,9 @@ def test_episode_statistics_match_step_by_step_bookkeeping(num_envs):
         counted = None if rng.random() < 0.5 else rng.random(shape) < 0.8
         calls.append((reward, done, counted))
         stats_.push(reward.copy(), done.copy(), None if counted is None else counted.copy())
+        queue = stats_.queue
+        assert stats_.queued_size == sum(part.size for part, _, _ in queue) and len(queue) < 256
+        assert fold_size is None or stats_.queued_size < fold_size or len(queue) == 1
         if rng.random() < 0.2 or (300 <= i < 600 and i != 599):
             continue  # not read after this call
         returns, lengths = stats_.read()

@@ -233,6 +233,31 @@ _UNSIGNED: dict[int, np.dtype[Any]] = {
 }
 
 
+def _actions_to_numpy(value: Tensor) -> np.ndarray:
+    """Actions that do not convert as they are (on a GPU, with gradients, or of a dtype
+    numpy lacks, as bfloat16) as a numpy array; floating point ones numpy lacks become
+    float32, which the action checks then judge."""
+    value = value.detach().cpu()
+    try:
+        return value.numpy()
+    except TypeError:
+        if value.is_floating_point():
+            return value.float().numpy()
+        raise TypeError(
+            f"actions of dtype {value.dtype} cannot be converted for gymnasium"
+        ) from None
+
+
+def _bad_values(array: np.ndarray, bad: np.ndarray) -> str:
+    """The actions ``array`` (whose rows ``bad`` are wrong) for an error message: all of them
+    when few, else the first wrong ones with their rows."""
+    if array.size <= 16:
+        return str(array.tolist())
+    shown = ", ".join(f"{array[row]} (row {row})" for row in bad[:5].tolist())
+    more = f" and {bad.size - 5} more" if bad.size > 5 else ""
+    return f"{shown}{more}, among {array.size} actions"
+
+
 def _rows_name(rows: np.ndarray | None) -> str:
     """What the rows of actions stand for, in error messages."""
     if rows is None:
@@ -525,7 +550,7 @@ class VecEnv:
         try:  # the common case, a CPU tensor without gradients, converts without copies
             array = value.numpy()
         except (RuntimeError, TypeError):
-            array = value.detach().cpu().numpy()
+            array = _actions_to_numpy(value)
         B = self._num_envs if rows is None else len(rows)
         valid = self._action_values
         # the usual discrete actions pass with a hash lookup each; anything else (or
@@ -579,10 +604,10 @@ class VecEnv:
         # one comparison and a count: seen as unsigned, a value below `low` is huge
         shifted = array if low == 0 else array.astype(np.int64) - low
         unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
-        if np.count_nonzero(np.greater_equal(unsigned, self._action_span)):
-            raise ValueError(
-                f"discrete actions must lie in [{low}, {high - 1}], got {array.tolist()}"
-            )
+        outside = np.greater_equal(unsigned, self._action_span)
+        if np.count_nonzero(outside):
+            bad = _bad_values(array, np.flatnonzero(outside))
+            raise ValueError(f"discrete actions must lie in [{low}, {high - 1}], got {bad}")
         return array if array.dtype is _INT64 else array.astype(np.int64)
 
     def step(self, actions: Tensor | Action) -> EnvStep:

@@ -297,6 +297,8 @@ def test_bad_discrete_actions_are_refused_and_the_episode_continues():
             (torch.tensor([0.0, 1.0]), r"integer discrete actions.*float32.*actions.long\(\)"),
             (torch.tensor([0.5, 1.0]), "integer discrete actions"),
             (torch.tensor([True, False]), "integer discrete actions.*bool"),
+            # (a dtype numpy lacks)
+            (torch.tensor([0, 1], dtype=torch.bfloat16), "integer discrete actions.*bfloat16"),
         ]
         for actions, message in bad:
             with pytest.raises(ValueError, match=message):
@@ -325,9 +327,17 @@ def test_the_discrete_range_check_at_every_size_start_and_integer_dtype(num_envs
             for value in (start - 1, start + 3):
                 if dtype == torch.uint8 and value < 0:
                     continue
-                actions = torch.full((num_envs,), start, dtype=dtype)
+                actions = torch.full((num_envs,), low, dtype=dtype)  # (valid but one)
                 actions[num_envs // 2] = value
+                # (many actions: the message shows the wrong ones, with their rows)
+                got = (
+                    rf"\[{start}, {start + 2}\], got \[.*{value}.*\]$"
+                    if num_envs <= 16
+                    else rf"got {value} \(row {num_envs // 2}\), among {num_envs} actions$"
+                )
                 with pytest.raises(ValueError, match=rf"must lie in \[{start}, {start + 2}\]"):
+                    env.step(actions)
+                with pytest.raises(ValueError, match=got):
                     env.step(actions)
 
 
@@ -345,7 +355,10 @@ def test_bad_continuous_actions_are_refused_and_the_episode_continues():
         for actions, message in bad:
             with pytest.raises(ValueError, match=message):
                 env.step(actions)
-        step = env.step(torch.zeros(2, 2))
+        with pytest.raises(ValueError, match=r"finite.*rows \[0\]"):  # (a dtype numpy lacks)
+            env.step(torch.tensor([[float("nan"), 0.0], [0.0, 0.0]], dtype=torch.bfloat16))
+        # (converted to float32: a valid step)
+        step = env.step(torch.zeros(2, 2, dtype=torch.bfloat16))
         assert torch.equal(decode(step.next_obs)[:, 2], decode(obs)[:, 2] + 1)
         assert torch.equal(decode(step.next_obs)[:, 1], decode(obs)[:, 1])
 

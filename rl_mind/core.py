@@ -274,23 +274,58 @@ class TensorStruct:
         return self._apply_batched(lambda t: t[index])
 
     def set_(self, index: Index, value: Self) -> None:
-        """Write ``value`` into the rows ``index`` of every batched tensor, in place."""
+        """Write ``value`` into the rows ``index`` of every batched tensor, in place.
+
+        Every field is checked before any is written: a rejected value changes nothing."""
+        for target, source in self._writes(index, value, type(self).__name__, ""):
+            target[index] = source
+
+    def _writes(
+        self, index: Index, value: Any, owner: str, prefix: str
+    ) -> list[tuple[Tensor, Tensor]]:
+        """The ``(tensor, value)`` pairs that ``set_`` writes, each checked: the value is a
+        tensor whose shape broadcasts to the rows ``index`` of the tensor."""
         if type(value) is not type(self):
+            field = f" field {prefix[:-1]!r}:" if prefix else ""
             raise TypeError(
-                f"{type(self).__name__}.set_: expected a {type(self).__name__}, "
-                f"got {type(value).__name__}"
+                f"{owner}.set_:{field} expected a {type(self).__name__}, got {type(value).__name__}"
             )
+        writes: list[tuple[Tensor, Tensor]] = []
         for name, batched in self._fields():
             if not batched:
                 continue
             mine, theirs = getattr(self, name), getattr(value, name)
-            if isinstance(mine, Tensor):
-                mine[index] = theirs
-            elif isinstance(mine, TensorStruct):
-                mine.set_(index, theirs)
+            if isinstance(mine, TensorStruct):
+                writes += mine._writes(index, theirs, owner, f"{prefix}{name}.")
+            elif isinstance(mine, Tensor):
+                if not isinstance(theirs, Tensor):
+                    raise TypeError(
+                        f"{owner}.set_: field {prefix + name!r} is a "
+                        f"{type(theirs).__name__}, expected a tensor"
+                    )
+                rows = mine[index].shape
+                try:
+                    fits = torch.broadcast_shapes(theirs.shape, rows) == rows
+                except RuntimeError:
+                    fits = False
+                if not fits:
+                    raise ValueError(
+                        f"{owner}.set_: field {prefix + name!r} of shape {list(theirs.shape)} "
+                        f"does not fit the rows of shape {list(rows)} it would be written to"
+                    )
+                writes.append((mine, theirs))
+        return writes
 
     @classmethod
     def _check_items(cls, items: Sequence[Self], op: str) -> None:
+        if isinstance(items, TensorStruct) or not isinstance(items, Sequence):
+            what = type(items).__name__
+            hint = (
+                f" (a single {what}: wrap it in a list)" if isinstance(items, TensorStruct) else ""
+            )
+            raise TypeError(
+                f"{cls.__name__}.{op}: expected a list of {cls.__name__}, got {what}{hint}"
+            )
         if len(items) == 0:
             raise ValueError(f"{cls.__name__}.{op}: expected at least one item, got an empty list")
         first = type(items[0])
@@ -338,7 +373,12 @@ class TensorStruct:
                         f"shapes {shapes}: {error}"
                     ) from None
             elif isinstance(first, TensorStruct):
-                values.append(type(first)._combine(column, op, combine))
+                try:
+                    values.append(type(first)._combine(column, op, combine))
+                except (TypeError, ValueError) as error:  # say which field it is
+                    raise type(error)(
+                        f"{struct_type.__name__}.{op}: field {name!r}: {error}"
+                    ) from None
             else:
                 values.append(first)
         # every item passed the constructor's check, so the combined fields agree
@@ -346,12 +386,16 @@ class TensorStruct:
 
     @classmethod
     def cat(cls, items: Sequence[Self]) -> Self:
-        """Concatenate structs along the leading dimension (``[N1, ...] + [N2, ...]``)."""
+        """Concatenate structs along the leading dimension (``[N1, ...] + [N2, ...]``).
+
+        Plain metadata (a field that holds no tensor) is the first item's; unbatched fields
+        must be equal in every item."""
         return cls._combine(items, "cat", lambda ts: torch.cat(ts, dim=0))
 
     @classmethod
     def stack(cls, items: Sequence[Self]) -> Self:
-        """Stack structs along a new leading dimension (``K × [N, ...] -> [K, N, ...]``)."""
+        """Stack structs along a new leading dimension (``K × [N, ...] -> [K, N, ...]``);
+        metadata and unbatched fields as in :meth:`cat`."""
         return cls._combine(items, "stack", lambda ts: torch.stack(ts, dim=0))
 
     def to(self, *args: Any, **kwargs: Any) -> Self:

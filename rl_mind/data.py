@@ -143,6 +143,22 @@ def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list
     return leaves, nodes, fixed
 
 
+def _check_tensor_fields(struct: TensorStruct, prefix: str = "") -> None:
+    """Every batched field of ``struct`` (nested ones included) must be a tensor or a
+    struct: the buffer stores tensors (another value would pass for metadata)."""
+    for name, batched in struct._fields():
+        value = getattr(struct, name)
+        if not batched:
+            continue
+        if isinstance(value, TensorStruct):
+            _check_tensor_fields(value, f"{prefix}{name}.")
+        elif not isinstance(value, Tensor):
+            raise TypeError(
+                f"ReplayBuffer.add: field {prefix + name!r} is a {type(value).__name__}, "
+                f"expected a tensor (convert it with torch.as_tensor)"
+            )
+
+
 def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
     """A fast ``struct -> tuple of the values at paths`` (one C call)."""
     if not paths:
@@ -310,6 +326,7 @@ class ReplayBuffer(Generic[ActionT]):
                 f"ReplayBuffer.add expects Transitions, got {type(transitions).__name__}"
             )
         if self._template is None:
+            _check_tensor_fields(transitions)
             self._allocate(transitions)
         elif self._fixed_names:
             self._check_fixed(transitions)
@@ -471,7 +488,18 @@ def minibatches(
     sizes = [_leading_size(item) for item in items]
     if len(set(sizes)) != 1:
         raise ValueError(f"minibatches: all items must share their leading size, got {sizes}")
-    n = sizes[0]
+    # (the checks above run at the call, the rows are drawn and handed out as it is iterated)
+    return _minibatches(data, items, sizes[0], batch_size, shuffle, generator)
+
+
+def _minibatches(
+    data: Any,
+    items: tuple[Any, ...],
+    n: int,
+    batch_size: int,
+    shuffle: bool,
+    generator: torch.Generator | None,
+) -> Iterator[Any]:
     device = items[0].device
     if shuffle:
         order = torch.randperm(

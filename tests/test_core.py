@@ -203,6 +203,21 @@ def test_set_refuses_another_struct_type():
         make(2).set_(0, Other(torch.zeros(1)))  # type: ignore[arg-type]
 
 
+def test_set_checks_every_field_before_writing_any():
+    s = make(3)
+    before = [t.clone() for t in leaves(s)]
+    bad_last = dataclasses.replace(make(2, 1), inner=Inner(torch.zeros(2, 5).long(), torch.ones(2)))
+    with pytest.raises(
+        ValueError, match=r"field 'inner.a' of shape \[2, 5\] does not fit .*\[2, 2\]"
+    ):
+        s.set_(slice(0, 2), bad_last)
+    wrong_type = dataclasses.replace(make(2, 1), inner=Other(torch.zeros(2)))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="field 'inner': expected a Inner, got Other"):
+        s.set_(slice(0, 2), wrong_type)
+    for got, old in zip(leaves(s), before):  # the fields before the bad one were not written
+        assert torch.equal(got, old)
+
+
 # ---------------------------------------------------------------------- cat, stack
 @SETTINGS
 @given(seed=seeds, parts=st.lists(st.integers(0, 4), min_size=1, max_size=5))
@@ -240,6 +255,20 @@ def test_cat_and_stack_of_nothing_or_of_mixed_types_are_errors():
             op([make(1), Other(torch.zeros(1))])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="StochasticAction.*Action"):
         Action.cat([StochasticAction(torch.zeros(1), torch.zeros(1)), Action(torch.zeros(1))])
+    # not a list of structs
+    with pytest.raises(TypeError, match="expected a list of Outer, got NoneType"):
+        Outer.cat(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got Outer .a single Outer: wrap it in a list"):
+        Outer.stack(make(2))  # type: ignore[arg-type]
+    # a nested struct's error names the field
+    with pytest.raises(TypeError, match="Outer.cat: field 'inner': Inner.cat: .*item 1 is a Other"):
+        Outer.cat([make(1), dataclasses.replace(make(1), inner=Other(torch.zeros(1)))])  # type: ignore[arg-type]
+
+
+def test_cat_and_stack_take_plain_metadata_from_the_first_item():
+    items = [make(2, 0, name="first"), make(2, 1, name="second"), make(2, 2, name="third")]
+    assert Outer.cat(items).name == "first"
+    assert Outer.stack(items).name == "first"
 
 
 def test_cat_of_a_subclass_keeps_the_subclass():

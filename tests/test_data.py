@@ -7,7 +7,7 @@ import operator
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from torch import Tensor
 
@@ -59,6 +59,10 @@ def stored_ids(buffer: ReplayBuffer[StochasticAction], seed: int = 0) -> set[int
     capacity=st.integers(1, 8),
     adds=st.lists(st.integers(0, 12), min_size=1, max_size=8),
 )
+# (always tried: single-transition adds, which take their own path, wrapping around)
+@example(capacity=3, adds=[2, 1, 1])
+@example(capacity=2, adds=[1, 1, 1, 1, 1])
+@example(capacity=3, adds=[1, 3, 1, 1, 2, 1])
 def test_replay_buffer_matches_a_list_model_of_a_ring(capacity, adds):
     buffer: ReplayBuffer[StochasticAction] = ReplayBuffer(capacity)
     model: list[int] = []  # oldest first
@@ -193,6 +197,22 @@ def test_a_rejected_add_leaves_the_buffer_unchanged():
     # the ring position did not move either: the next add overwrites the oldest item only
     buffer.add(transitions([3, 4]))
     assert len(buffer) == 4 and stored_ids(buffer) == {1, 2, 3, 4}
+
+
+def test_a_first_add_of_non_tensor_fields_is_refused_and_leaves_the_buffer_usable():
+    buffer: ReplayBuffer[StochasticAction] = ReplayBuffer(4)
+    good = transitions([0, 1])
+    numpy_obs = dataclasses.replace(good, obs=good.obs.numpy())
+    with pytest.raises(TypeError, match="field 'obs' is a ndarray, expected a tensor"):
+        buffer.add(numpy_obs)
+    numpy_log_prob = dataclasses.replace(
+        good, action=StochasticAction(good.action.value, good.action.log_prob.numpy())
+    )
+    with pytest.raises(TypeError, match="field 'action.log_prob' is a ndarray"):
+        buffer.add(numpy_log_prob)
+    assert len(buffer) == 0
+    buffer.add(good)
+    assert len(buffer) == 2 and stored_ids(buffer) == {0, 1}
 
 
 @pytest.mark.parametrize("obs_dim", [3, 40])  # small items go through Python scalars
@@ -340,12 +360,13 @@ def test_minibatches_of_a_tensor_or_a_struct_and_shuffling():
 
 
 def test_minibatches_bad_input():
-    for bad in (0, -2):
+    # (raised at the call, not at the first iteration)
+    for bad in (0, -2, 1.5):
         with pytest.raises(ValueError, match="batch_size must be a positive int"):
-            list(minibatches(torch.zeros(4), bad))
+            minibatches(torch.zeros(4), bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"share their leading size, got \[4, 3\]"):
-        list(minibatches((torch.zeros(4), torch.zeros(3)), 2))
+        minibatches((torch.zeros(4), torch.zeros(3)), 2)
     with pytest.raises(ValueError, match="empty tuple"):
-        list(minibatches((), 2))
+        minibatches((), 2)
     with pytest.raises(TypeError, match="expects a tensor, a TensorStruct or a tuple"):
-        list(minibatches([1, 2, 3], 2))  # type: ignore[call-overload]
+        minibatches([1, 2, 3], 2)  # type: ignore[call-overload]

@@ -73,7 +73,14 @@ def _joined(items: list[Any], keep: np.ndarray | None = None, *, stacked: bool =
     first = items[0]
     if isinstance(first, Tensor):
         return join(items)
-    return type(first)._combine(items, "stack" if stacked else "cat", join)
+    try:
+        return type(first)._combine(items, "stack" if stacked else "cat", join)
+    except (TypeError, ValueError) as error:  # (items are steps: say so)
+        raise type(error)(
+            f"the actor's actions of the steps of this collect do not join: {error} (an item "
+            f"is a step); the actor must return the same kind of Action, with the same "
+            f"shapes, at every step"
+        ) from None
 
 
 CollectT = TypeVar("CollectT", bound=Callable[..., Any])
@@ -477,9 +484,23 @@ class _Collector(Generic[ActionT]):
                     if final is not None:
                         finals.append((t, *final))
                     obs = convert(obs_np)
+        except BaseException:
+            self._count_lost(recording)
+            raise
         finally:  # even after an error, act next on what the environment last returned
             self._obs, self._obs_np = obs, obs_np
         return recording
+
+    def _count_lost(self, recording: _Recording) -> None:
+        """After an error in the middle of a collect (the actor's, an interrupt): the steps
+        the environment took are not returned, but the episodes they belong to go on, so
+        that the episode statistics count them."""
+        if not recording.length:
+            return
+        done = recording.ends(0)
+        valid = recording.valid(self.env, done)
+        reward = np.asarray(recording.reward_steps)  # (a new array: the stats may keep it)
+        self._stats.push(reward, done, None if valid is None else valid[0])
 
 
 def _not_an_action(action: object) -> None:
@@ -517,13 +538,15 @@ class TransitionCollector(_Collector[ActionT]):
         reward, terminated = recording.reward, recording.terminated
         done = terminated | recording.truncated
         valid, keep = recording.valid(env, done) or (None, None)  # keep: flat [T*B] rows
-        self.steps += n * env.num_envs if keep is None else len(keep)
         # (without dropped rows the returned rewards are a view of the recording: queue a copy)
         self._stats.push(reward if keep is not None else reward.copy(), done, valid)
-        # [T, B] -> [T*B] rows straight from the numpy recording: one op per field
+        # [T, B] -> [T*B] rows straight from the numpy recording: one op per field (the
+        # actions first: they are the actor's, and may not join; then nothing is returned
+        # nor counted in .steps, but the episodes went on: the stats have the steps)
+        action = _joined(recording.actions, keep)
+        self.steps += n * env.num_envs if keep is None else len(keep)
         convert = env._convert
         device = None if convert.on_cpu else env.device
-        action = _joined(recording.actions, keep)
         # the successors: the rows B further in the recording (dropping rows copies anyway),
         # or a fresh copy of the recording's
         if keep is None:
@@ -631,9 +654,10 @@ class RolloutCollector(_Collector[ActionT]):
         _check_count("n_steps", n_steps)
         recording = self._run(n_steps)
         recording.finish()
+        self._stats.push(recording.reward.copy(), recording.terminated | recording.truncated, None)
+        # (the actor's actions may not join: then the stats alone have the steps)
         rollout: Rollout[ActionT] = Rollout._trusted(*recording.tensors(self.env))
         self.steps += n_steps * self.env.num_envs
-        self._stats.push(recording.reward.copy(), recording.terminated | recording.truncated, None)
         return rollout
 
 
@@ -694,9 +718,10 @@ class EpisodeCollector(_Collector[ActionT]):
         keep = episode_index < quota
         if valid is not None:
             keep &= valid
-        self.steps += int(keep.sum())
         # (the episodes' rewards are copies: the recording's can be queued as they are)
         self._stats.push(recording.reward, done & keep, keep)
+        stacked = recording.tensors(self.env)  # (the actor's actions may not join)
+        self.steps += int(keep.sum())
         # split every copy's kept steps into its episodes, all copies at once: rows are
         # taken in copy-then-time order, where each copy's `quota` episodes are contiguous
         ends_np = done & keep
@@ -708,7 +733,6 @@ class EpisodeCollector(_Collector[ActionT]):
         kept_rows = torch.from_numpy(time_index * B + copy_index).to(device)
         end_copy, end_time = np.nonzero(ends_np.T)
         end_rows = torch.from_numpy(end_time * B + end_copy).to(device)
-        stacked = recording.tensors(self.env)
 
         def rows(data: Any, index: Tensor) -> Any:
             """``[T, B, ...]`` -> the rows ``index`` of its flat ``[T*B, ...]`` steps."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 import pytest
@@ -566,13 +567,61 @@ class WanderingLogProb(Actor[StochasticAction]):
         return StochasticAction(torch.zeros(len(obs), dtype=torch.long), log_prob)
 
 
+class FaultyLeft(Actor[Action]):
+    """Pushes CartPole left, except at its call ``fault_at``: there it raises (``"error"``)
+    or returns a StochasticAction among its plain Actions (``"type"``)."""
+
+    def __init__(self, fault: str | None = None, fault_at: int = 4) -> None:
+        super().__init__()
+        self.fault, self.fault_at, self.calls = fault, fault_at, 0
+
+    def forward(self, obs: Tensor) -> Action:
+        self.calls += 1
+        left = torch.zeros(len(obs), dtype=torch.long)
+        if self.calls == self.fault_at and self.fault == "error":
+            raise RuntimeError("the actor failed")
+        if self.calls == self.fault_at and self.fault == "type":
+            return StochasticAction(left, torch.zeros(len(obs)))
+        return Action(left)
+
+
 @pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
-def test_actions_whose_shape_changes_between_steps_get_a_clear_error(same_step_reset):
+@pytest.mark.parametrize("fault", ["shape", "type"])
+def test_actions_that_do_not_join_get_a_clear_error_and_count_no_steps(same_step_reset, fault):
     with VecEnv("CartPole-v1", 2, seed=0, same_step_reset=same_step_reset) as env:
         collector_type = RolloutCollector if same_step_reset else TransitionCollector
-        collector = collector_type(env, WanderingLogProb())
-        with pytest.raises(ValueError, match=r"field 'log_prob' has incompatible shapes"):
+        if fault == "shape":
+            actor: Actor[Any] = WanderingLogProb()
+            error, message = ValueError, r"field 'log_prob' has incompatible shapes"
+        else:
+            actor = FaultyLeft("type", fault_at=2)
+            error, message = TypeError, r"item 0 is a Action and item 1 is a StochasticAction"
+        collector = collector_type(env, actor)
+        with pytest.raises(error, match=rf"do not join: .*{message}.*same kind of Action"):
             collector.collect(4)
+        assert collector.steps == 0  # nothing returned, nothing counted
+
+
+@pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
+@pytest.mark.parametrize("fault", ["error", "type"])
+def test_a_failed_collect_leaves_the_episode_statistics_right(same_step_reset, fault):
+    """The environment went on during a collect that failed (its actor raised at the 4th
+    step, or its actions do not join after the 6th): the statistics of the next collect are
+    those of a run that collected the same steps without failing."""
+    collector_type = RolloutCollector if same_step_reset else TransitionCollector
+    done_before_fault = {"error": 3, "type": 6}[fault]
+    reports = []
+    for actor, first in ((FaultyLeft(fault), 6), (FaultyLeft(), done_before_fault)):
+        with VecEnv("CartPole-v1", 2, seed=0, same_step_reset=same_step_reset) as env:
+            collector = collector_type(env, actor)
+            try:
+                collector.collect(first)
+            except (RuntimeError, TypeError):
+                assert actor.fault is not None
+            collector.collect(30)
+            reports.append((collector.episode_returns.tolist(), collector.episode_lengths.tolist()))
+    assert len(reports[1][1]) >= 4  # (episodes of about 10 steps ended)
+    assert reports[0] == reports[1]
 
 
 @pytest.mark.parametrize("enabled", [True, False], ids=["gc-on", "gc-off"])

@@ -495,11 +495,14 @@ class _Collector(Generic[ActionT]):
         """After an error in the middle of a collect (the actor's, an interrupt): the steps
         the environment took are not returned, but the episodes they belong to go on, so
         that the episode statistics count them."""
-        if not recording.length:
+        # (the steps whose flags were all recorded: an interrupt may fall between appends)
+        n = len(recording.truncated_steps)
+        if not n:
             return
-        done = recording.ends(0)
+        done = np.asarray(recording.terminated_steps[:n], np.bool_)
+        done |= np.asarray(recording.truncated_steps, np.bool_)
         valid = recording.valid(self.env, done)
-        reward = np.asarray(recording.reward_steps)  # (a new array: the stats may keep it)
+        reward = np.asarray(recording.reward_steps[:n])  # (new: the stats may keep it)
         self._stats.push(reward, done, None if valid is None else valid[0])
 
 

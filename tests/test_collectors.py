@@ -624,6 +624,16 @@ def test_a_failed_collect_leaves_the_episode_statistics_right(same_step_reset, f
     assert reports[0] == reports[1]
 
 
+def test_an_interrupt_between_the_appends_of_a_step_leaves_the_statistics_aligned():
+    with VecEnv("CartPole-v1", 2, seed=0) as env:
+        collector = TransitionCollector(env, FaultyLeft())
+        recording = collector._run(3)
+        recording.reward_steps.append(recording.reward_steps[-1])  # (a 4th step, cut short)
+        collector._count_lost(recording)
+        reward, done, _counted = collector._stats.queue[-1]
+        assert reward.shape == done.shape == (3, 2)
+
+
 @pytest.mark.parametrize("enabled", [True, False], ids=["gc-on", "gc-off"])
 def test_collect_leaves_the_garbage_collector_as_it_found_it(enabled):
     """Collects pause the cyclic garbage collector; after one, even one that failed, it is

@@ -485,10 +485,12 @@ class _Collector(Generic[ActionT]):
                         finals.append((t, *final))
                     obs = convert(obs_np)
         except BaseException:
+            # act next on what the environment last returned (converted again: an interrupt
+            # may have come before its conversion)
+            self._obs, self._obs_np = None, obs_np
             self._count_lost(recording)
             raise
-        finally:  # even after an error, act next on what the environment last returned
-            self._obs, self._obs_np = obs, obs_np
+        self._obs, self._obs_np = obs, obs_np
         return recording
 
     def _count_lost(self, recording: _Recording) -> None:

@@ -610,7 +610,7 @@ def test_a_failed_collect_leaves_the_episode_statistics_right(same_step_reset, f
     those of a run that collected the same steps without failing."""
     collector_type = RolloutCollector if same_step_reset else TransitionCollector
     done_before_fault = {"error": 3, "type": 6}[fault]
-    reports = []
+    reports, observations = [], []
     for actor, first in ((FaultyLeft(fault), 6), (FaultyLeft(), done_before_fault)):
         with VecEnv("CartPole-v1", 2, seed=0, same_step_reset=same_step_reset) as env:
             collector = collector_type(env, actor)
@@ -618,10 +618,12 @@ def test_a_failed_collect_leaves_the_episode_statistics_right(same_step_reset, f
                 collector.collect(first)
             except (RuntimeError, TypeError):
                 assert actor.fault is not None
-            collector.collect(30)
+            obs = collector.collect(30).obs  # (from the last observation of the failed call)
             reports.append((collector.episode_returns.tolist(), collector.episode_lengths.tolist()))
+            observations.append(obs)
     assert len(reports[1][1]) >= 4  # (episodes of about 10 steps ended)
     assert reports[0] == reports[1]
+    assert torch.equal(observations[0], observations[1])
 
 
 def test_an_interrupt_between_the_appends_of_a_step_leaves_the_statistics_aligned():

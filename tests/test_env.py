@@ -331,13 +331,13 @@ def test_the_discrete_range_check_at_every_size_start_and_integer_dtype(num_envs
                 actions[num_envs // 2] = value
                 # (many actions: the message shows the wrong ones, with their rows)
                 got = (
-                    rf"\[{start}, {start + 2}\], got \[.*{value}.*\]$"
+                    rf"\[.*{value}.*\]"
                     if num_envs <= 16
-                    else rf"got {value} \(row {num_envs // 2}\), among {num_envs} actions$"
+                    else rf"{value} \(row {num_envs // 2}\), among {num_envs} actions"
                 )
-                with pytest.raises(ValueError, match=rf"must lie in \[{start}, {start + 2}\]"):
-                    env.step(actions)
-                with pytest.raises(ValueError, match=got):
+                with pytest.raises(
+                    ValueError, match=rf"must lie in \[{start}, {start + 2}\], got {got}$"
+                ):
                     env.step(actions)
 
 

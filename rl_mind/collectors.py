@@ -76,7 +76,8 @@ def _joined(items: list[Any], keep: np.ndarray | None = None, *, stacked: bool =
     try:
         return type(first)._combine(items, "stack" if stacked else "cat", join)
     except (TypeError, ValueError) as error:  # (items are steps: say so)
-        raise type(error)(
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(
             f"the actor's actions of the steps of this collect do not join: {error} (an item "
             f"is a step); the actor must return the same kind of Action, with the same "
             f"shapes, at every step"

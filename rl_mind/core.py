@@ -376,9 +376,8 @@ class TensorStruct:
                 try:
                     values.append(type(first)._combine(column, op, combine))
                 except (TypeError, ValueError) as error:  # say which field it is
-                    raise type(error)(
-                        f"{struct_type.__name__}.{op}: field {name!r}: {error}"
-                    ) from None
+                    kind = TypeError if isinstance(error, TypeError) else ValueError
+                    raise kind(f"{struct_type.__name__}.{op}: field {name!r}: {error}") from None
             else:
                 values.append(first)
         # every item passed the constructor's check, so the combined fields agree

@@ -244,7 +244,8 @@ def _actions_to_numpy(value: Tensor) -> np.ndarray:
         if value.is_floating_point():
             return value.float().numpy()
         raise TypeError(
-            f"actions of dtype {value.dtype} cannot be converted for gymnasium"
+            f"expected integer or floating-point actions, got dtype {value.dtype}, which "
+            f"numpy cannot hold"
         ) from None
 
 

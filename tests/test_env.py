@@ -3,6 +3,8 @@ Dict observations, and bad actions (a clear error, and the environment state is 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -305,6 +307,11 @@ def test_bad_discrete_actions_are_refused_and_the_episode_continues():
                 env.step(actions)
         with pytest.raises(TypeError, match="tensor of actions or an Action, got list"):
             env.step([0, 1])  # type: ignore[arg-type]
+        with warnings.catch_warnings():  # (torch: "ComplexHalf support is experimental")
+            warnings.simplefilter("ignore", UserWarning)
+            complex_half = torch.zeros(2, dtype=torch.complex32)
+        with pytest.raises(TypeError, match="integer or floating-point actions, got .*complex32"):
+            env.step(complex_half)
         # nothing reached the environment: the next valid step continues the same episode
         step = env.step(torch.tensor([0, 1]))
         assert torch.equal(decode(step.next_obs)[:, 2], decode(obs)[:, 2] + 1)

@@ -173,6 +173,9 @@ class _EpisodeStats:
         # counted None when every step counts
         self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
         self.queued_size = 0  # steps of all copies in the queue
+        # how many of the first queued calls a read found to end no episode (they need no
+        # search for ends when folded)
+        self.quiet = 0
         # return and length of each copy's running episode, up to the queued calls
         self.carry_return = np.zeros(num_envs)
         self.carry_length = np.zeros(num_envs, np.int64)
@@ -192,7 +195,7 @@ class _EpisodeStats:
         if (len(queue) >= 256 or self.queued_size >= _FOLD_SIZE) and len(queue) > 1:
             self._fold(queue[:-1])
             del queue[:-1]
-            self.queued_size = reward.size
+            self.queued_size, self.quiet = reward.size, 0
 
     def _fold(self, queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> None:
         """Advance the running totals past calls whose own episodes nobody will ask for:
@@ -209,17 +212,59 @@ class _EpisodeStats:
         self.carry_length = np.where(ended, 0, self.carry_length)
         self.carry_length += np.count_nonzero(after, axis=0)
 
+    def _fold_quiet(self, queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> None:
+        """:meth:`_fold` of calls that ended no episode: every counted step adds to its
+        copy's running episode. A few single steps are added one by one (two numpy calls
+        each), more at once."""
+        num_envs = self.num_envs
+        if len(queue) <= 3 and all(reward.size == num_envs for reward, _, _ in queue):
+            for reward, _done, counted in queue:
+                self._add_step(reward, counted)
+            return
+        reward, _done, counted = _queued_rows(queue, num_envs)
+        self.carry_return += reward.sum(0)
+        self.carry_length += len(reward) if counted is None else counted.sum(0)
+
+    def _add_step(self, reward: np.ndarray, counted: np.ndarray | None) -> None:
+        """Add one step (``[B]``, or ``[1, B]``) to the running totals of its counted copies."""
+        # (the reshapes only when needed: each is a numpy call, and this runs at every step
+        # of a logging loop)
+        if reward.ndim != 1:
+            reward = reward.reshape(-1)
+        if counted is None:
+            self.carry_return += reward
+            self.carry_length += 1
+        else:
+            real = counted if counted.ndim == 1 else counted.reshape(-1)
+            np.add(self.carry_return, reward, out=self.carry_return, where=real)
+            self.carry_length += real
+
     def read(self) -> tuple[Tensor, Tensor]:
         """The returns and lengths of the episodes that ended during the last call."""
         queue = self.queue
         if not queue:
             return self.result
-        if len(queue) > 1:
-            self._fold(queue[:-1])
-        self.queue, self.queued_size = [], 0
         reward, done, counted = queue[-1]
+        # (from 5 copies some episode ends at many steps, and folding a few steps costs
+        # what reading them did: no count first. Measured with callgrind, per step of a
+        # logging loop on CartPole against reading every step: 12k fewer instructions at 1
+        # copy; at 8 copies 1.5k more with this shortcut, 2k fewer without)
+        if self.num_envs <= 4 and not np.count_nonzero(done):
+            # no episode ended: nothing to report, and the queue is folded later, at once
+            # (so that reading after every step costs one count until an episode ends)
+            if self.quiet == len(queue) - 1:
+                self.quiet = len(queue)
+            self.result = self.nothing_ended
+            return self.result
+        earlier = queue[:-1]
+        if earlier:
+            if self.quiet >= len(earlier):
+                self._fold_quiet(earlier)
+            else:
+                self._fold(earlier)
+        self.queue, self.queued_size, self.quiet = [], 0, 0
         if reward.size == self.num_envs:  # one step (collect(1)): one end per copy at most
-            return self._read_step(reward.reshape(-1), done.reshape(-1), counted)
+            return self._read_step(reward, done if done.ndim == 1 else done.reshape(-1), counted)
         reward, done, counted = _queued_rows(queue[-1:], self.num_envs)
         cum_return, cum_length = _running_totals(
             reward, counted, self.carry_return, self.carry_length
@@ -251,18 +296,12 @@ class _EpisodeStats:
     def _read_step(
         self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None
     ) -> tuple[Tensor, Tensor]:
-        """``read`` of a single step ``[B]``: add it to the running totals, and report and
-        restart those of the copies whose episode it ended."""
-        # (in place, a few numpy calls: this runs at every step of a logging loop)
+        """``read`` of a single step ``[B]`` (``[1, B]`` too): add it to the running totals,
+        and report and restart those of the copies whose episode it ended."""
+        self._add_step(reward, counted)
         carry_return, carry_length = self.carry_return, self.carry_length
-        if counted is None:
-            carry_return += reward
-            carry_length += 1
-        else:
-            real = counted.reshape(-1)
-            np.add(carry_return, reward, out=carry_return, where=real)
-            carry_length += real
-            done = done & real
+        if counted is not None:
+            done = done & (counted if counted.ndim == 1 else counted.reshape(-1))
         if not np.count_nonzero(done):
             self.result = self.nothing_ended
             return self.result
@@ -275,7 +314,7 @@ class _EpisodeStats:
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
-        self.queue, self.queued_size = [], 0
+        self.queue, self.queued_size, self.quiet = [], 0, 0
         self.carry_return = np.zeros(self.num_envs)
         self.carry_length = np.zeros(self.num_envs, np.int64)
         self.result = self.nothing_ended

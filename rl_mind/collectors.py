@@ -352,10 +352,11 @@ class _Recording:
         """Steps recorded so far."""
         return len(self.reward_steps)
 
-    def ends(self, start: int) -> np.ndarray:
-        """``[T - start, B]`` bool, the ends (terminated or truncated) of steps ``start:``."""
-        terminated = np.asarray(self.terminated_steps[start:], np.bool_)
-        return terminated | np.asarray(self.truncated_steps[start:], np.bool_)
+    def ends(self, start: int, stop: int | None = None) -> np.ndarray:
+        """``[stop - start, B]`` bool, the ends (terminated or truncated) of steps
+        ``start:stop`` (``stop`` None: to the last)."""
+        terminated = np.asarray(self.terminated_steps[start:stop], np.bool_)
+        return terminated | np.asarray(self.truncated_steps[start:stop], np.bool_)
 
     def finish(self) -> None:
         """Stack the recorded steps into arrays (once, after the last step)."""
@@ -541,8 +542,7 @@ class _Collector(Generic[ActionT]):
         n = len(recording.truncated_steps)
         if not n:
             return
-        done = np.asarray(recording.terminated_steps[:n], np.bool_)
-        done |= np.asarray(recording.truncated_steps, np.bool_)
+        done = recording.ends(0, n)
         valid = recording.valid(self.env, done)
         reward = np.asarray(recording.reward_steps[:n])  # (new: the stats may keep it)
         self._stats.push(reward, done, None if valid is None else valid[0])

@@ -124,7 +124,8 @@ _SMALL_ITEM = 16
 
 def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list[str], list[str]]:
     """Dotted paths, in field order, of every batched tensor, every nested batched struct,
-    and every unbatched field (carried along as it is) of ``struct``."""
+    and every unbatched field (carried along as it is) of ``struct``. Any other batched
+    field is refused: the buffer stores tensors (it would pass for metadata)."""
     leaves: list[str] = []
     nodes: list[str] = []
     fixed: list[str] = []
@@ -140,23 +141,12 @@ def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list
             leaves += sub_leaves
             nodes += sub_nodes
             fixed += sub_fixed
-    return leaves, nodes, fixed
-
-
-def _check_tensor_fields(struct: TensorStruct, prefix: str = "") -> None:
-    """Every batched field of ``struct`` (nested ones included) must be a tensor or a
-    struct: the buffer stores tensors (another value would pass for metadata)."""
-    for name, batched in struct._fields():
-        value = getattr(struct, name)
-        if not batched:
-            continue
-        if isinstance(value, TensorStruct):
-            _check_tensor_fields(value, f"{prefix}{name}.")
-        elif not isinstance(value, Tensor):
+        else:
             raise TypeError(
                 f"ReplayBuffer.add: field {prefix + name!r} is a {type(value).__name__}, "
                 f"expected a tensor (convert it with torch.as_tensor)"
             )
+    return leaves, nodes, fixed
 
 
 def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -326,7 +316,6 @@ class ReplayBuffer(Generic[ActionT]):
                 f"ReplayBuffer.add expects Transitions, got {type(transitions).__name__}"
             )
         if self._template is None:
-            _check_tensor_fields(transitions)
             self._allocate(transitions)
         elif self._fixed_names:
             self._check_fixed(transitions)

@@ -56,6 +56,48 @@ def unbatched(**kwargs: Any) -> Any:
     return dataclasses.field(metadata=metadata, **kwargs)
 
 
+def _checked_device(device: Any, owner: str) -> torch.device:
+    """``device`` (a ``torch.device``, a string such as ``"cuda:0"``, or None for the CPU)
+    as a ``torch.device``, refused at once when it is malformed or absent from this machine.
+    (torch itself fails only later, at the first tensor put there, and with an
+    ``AssertionError`` on a CPU-only build.)"""
+    if device is None:
+        return torch.device("cpu")
+    if isinstance(device, bool) or not isinstance(device, str | torch.device | int):
+        raise TypeError(
+            f"{owner}: device must be a torch.device or a string such as 'cpu' or 'cuda', "
+            f"got {type(device).__name__}"
+        )
+    try:
+        result = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise ValueError(
+            f"{owner}: device {device!r} is not a torch device (expected e.g. 'cpu', "
+            f"'cuda' or 'cuda:1'): {error}"
+        ) from None
+    if result.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            gpu_build = torch.version.cuda or getattr(torch.version, "hip", None)  # (ROCm)
+            build = "" if gpu_build else f" (torch {torch.__version__} is a CPU-only build)"
+            raise ValueError(
+                f"{owner}: device {device!r} is not available: this machine has no CUDA GPU "
+                f"torch can use{build}; use 'cpu', or pick the device with "
+                f"'cuda' if torch.cuda.is_available() else 'cpu'"
+            )
+        if result.index is not None and result.index >= count:
+            raise ValueError(
+                f"{owner}: device {device!r} is not available: this machine has {count} CUDA "
+                f"GPU(s), 'cuda:0' to 'cuda:{count - 1}'"
+            )
+    elif result.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(
+            f"{owner}: device {device!r} is not available on this machine "
+            f"(torch.backends.mps.is_available() is False); use 'cpu'"
+        )
+    return result
+
+
 def _same_value(first: Any, other: Any) -> bool:
     """Equality of two field values: tensors and structs by content, the rest with ``==``."""
     if isinstance(first, Tensor):

@@ -24,7 +24,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rl_mind.core import ActionT, Observation, TensorStruct, _same_value, unbatched
+from rl_mind.core import (
+    ActionT,
+    Observation,
+    TensorStruct,
+    _checked_device,
+    _same_value,
+    unbatched,
+)
 
 __all__ = ["Episode", "ReplayBuffer", "Rollout", "Transitions", "minibatches"]
 
@@ -207,7 +214,7 @@ class ReplayBuffer(Generic[ActionT]):
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
             raise ValueError(f"ReplayBuffer capacity must be a positive int, got {capacity!r}")
         self.capacity = capacity
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.device = _checked_device(device, "ReplayBuffer")
         self._template: Transitions[ActionT] | None = None
         self._storage: list[Tensor] = []
         # numpy views of a CPU storage: writing one transition through numpy costs a

@@ -35,7 +35,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from torch import Tensor
 
-from rl_mind.core import Action, Observation, TensorStruct
+from rl_mind.core import Action, Observation, TensorStruct, _checked_device
 
 __all__ = ["EnvStep", "VecEnv"]
 
@@ -322,7 +322,7 @@ class VecEnv:
         self._num_envs = num_envs
         self._seed = seed
         self._same_step_reset = bool(same_step_reset)
-        self._device = torch.device(device) if device is not None else torch.device("cpu")
+        self._device = _checked_device(device, "VecEnv")
         self._wrappers = tuple(wrappers)
         self._env_kwargs = dict(env_kwargs)
         mode = AutoresetMode.SAME_STEP if same_step_reset else AutoresetMode.NEXT_STEP

@@ -155,6 +155,13 @@ def test_replay_buffer_stores_an_unbatched_field_once():
 
 
 # ---------------------------------------------------------------------- ReplayBuffer, bad input
+@pytest.mark.parametrize("device", ["cuda:99", "gpu"])
+def test_replay_buffer_refuses_a_device_this_machine_lacks_at_construction(device):
+    # (not at the first add, where torch would allocate the storage there)
+    with pytest.raises(ValueError, match=f"ReplayBuffer: device '{device}' is not"):
+        ReplayBuffer(10, device=device)
+
+
 @pytest.mark.parametrize("capacity", [0, -3, 2.5, True, "10"])
 def test_replay_buffer_capacity_must_be_a_positive_int(capacity):
     with pytest.raises(ValueError, match="capacity must be a positive int"):

@@ -224,6 +224,27 @@ def test_device_argument_puts_every_tensor_there():
         assert all(t.device == torch.device("cpu") for t in step.tensors())
 
 
+@pytest.mark.parametrize(
+    ("device", "error", "message"),
+    [
+        ("cuda:99", ValueError, r"VecEnv: device 'cuda:99' is not available"),
+        ("gpu", ValueError, r"VecEnv: device 'gpu' is not a torch device"),
+        (2.5, TypeError, r"VecEnv: device must be a torch.device or a string"),
+    ],
+)
+def test_a_device_this_machine_lacks_is_refused_at_construction(device, error, message):
+    # (torch alone fails only at the first tensor put there: an AssertionError on a
+    # CPU-only build)
+    with pytest.raises(error, match=message):
+        VecEnv("CartPole-v1", 2, device=device)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_on_a_machine_without_a_gpu_says_so_and_how_to_pick_the_device():
+    with pytest.raises(ValueError, match=r"no CUDA GPU.*'cuda' if torch.cuda.is_available\(\)"):
+        VecEnv("CartPole-v1", 2, device="cuda")
+
+
 # ---------------------------------------------------------------------- auto-reset modes
 def check_auto_reset_semantics(env: VecEnv, n_steps: int) -> tuple[int, int]:
     """Step with the counter actor and check every row; returns (#terminated, #truncated)."""

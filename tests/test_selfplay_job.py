@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import nn
 
-from rl_mind.evaluation import CheckpointError, load_checkpoint
+from rl_mind.evaluation import CheckpointError, load_checkpoint, save_checkpoint
 from rl_mind.selfplay import trainer as trainer_module
 from rl_mind.selfplay.job import CHECKPOINT_NAME, main, train
 from rl_mind.selfplay.trainer import (
@@ -474,6 +474,34 @@ def test_a_truncated_checkpoint_is_refused_with_an_error_naming_the_file(
     assert checkpoint.read_bytes() == data[: len(data) // 2]  # never overwritten
 
 
+def test_a_run_saved_on_a_gpu_resumes_on_a_machine_without_one_with_device_cpu(
+    interrupted_run: tuple[Path, SelfPlayTrainer],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source, _ = interrupted_run
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    state = load_checkpoint(run_dir / CHECKPOINT_NAME)
+    state["trainer"]["config"]["device"] = "cuda:99"  # (a device no machine has)
+    save_checkpoint(state, run_dir / CHECKPOINT_NAME)
+    # without --device: the saved device is refused by name, with what to do
+    assert main(["--resume", str(run_dir), "--no-progress", "--no-video"]) == 1
+    assert "device 'cuda:99' is not available" in capsys.readouterr().err
+    # the networks' tensors load on the CPU, and the trainer takes the device given
+    trainer = SelfPlayTrainer(SelfPlayConfig.of_checkpoint(state["trainer"], device="cpu"))
+    try:
+        trainer.load_state_dict(state["trainer"])
+        assert trainer.updates == 3
+    finally:
+        trainer.close()
+    run = train(
+        resume=run_dir, device="cpu", max_updates=4, progress=False, leaderboard=False,
+        video=False,
+    )  # fmt: skip
+    assert run.trainer.config.device == "cpu" and run.trainer.updates == 4
+
+
 def test_the_command_refuses_to_overwrite_a_run_and_a_missing_checkpoint(
     interrupted_run: tuple[Path, SelfPlayTrainer],
     tmp_path: Path,
@@ -511,7 +539,6 @@ def test_the_command_refuses_to_overwrite_a_run_and_a_missing_checkpoint(
         ("hidden_sizes", (64, 0)),
         ("hidden_sizes", "64,64"),
         ("pool_sampling", "best"),
-        ("device", "gpu"),
     ],
 )
 def test_a_bad_setting_is_refused_with_its_name(name: str, value: object) -> None:
@@ -519,6 +546,26 @@ def test_a_bad_setting_is_refused_with_its_name(name: str, value: object) -> Non
         ValueError, match=rf"SelfPlayConfig: {name} must be .*got {re.escape(repr(value))}"
     ):
         SelfPlayConfig(**{name: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        ("gpu", "'gpu' is not a torch device"),
+        ("cuda:99", "'cuda:99' is not available"),  # (no machine has 100 GPUs)
+        (1.0, "must be a torch.device or a string"),
+    ],
+)
+def test_a_device_this_machine_lacks_is_refused_before_anything_runs(
+    device: object, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises((ValueError, TypeError), match=f"SelfPlayConfig: .*{re.escape(message)}"):
+        SelfPlayConfig(device=device)  # type: ignore[arg-type]
+    if isinstance(device, str):  # the command says so, and writes nothing
+        run_dir = tmp_path / "run"
+        assert main(["--device", device, "--run-dir", str(run_dir), "--minutes", "0.01"]) == 1
+        assert message in capsys.readouterr().err
+        assert not run_dir.exists()
 
 
 def test_settings_are_normalized_and_the_command_reports_a_bad_one(

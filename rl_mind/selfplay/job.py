@@ -226,9 +226,7 @@ def train(
     if resume is not None:
         folder = Path(resume).expanduser().resolve()
         state = _read_checkpoint(folder)
-        saved = SelfPlayConfig.of_checkpoint(state["trainer"])
-        if device is not None:
-            saved = dataclasses.replace(saved, device=device)
+        saved = SelfPlayConfig.of_checkpoint(state["trainer"], device=device)
         trainer = SelfPlayTrainer(saved)
         trainer.load_state_dict(state["trainer"])
         budget = float(state["minutes"]) if minutes is None else float(minutes)

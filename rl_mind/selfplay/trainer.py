@@ -58,7 +58,7 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from rl_mind.collectors import RolloutCollector
-from rl_mind.core import Actor, Observation, StochasticAction
+from rl_mind.core import Actor, Observation, StochasticAction, _checked_device
 from rl_mind.data import minibatches
 from rl_mind.env import VecEnv
 from rl_mind.envs.pong_game import PongDuelRules
@@ -196,10 +196,8 @@ class SelfPlayConfig:
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
         if not isinstance(self.pool_sampling, str) or self.pool_sampling not in SAMPLING_STRATEGIES:
             fail("pool_sampling", f"one of {SAMPLING_STRATEGIES}")
-        try:
-            self.device = str(torch.device(self.device))
-        except (RuntimeError, TypeError):
-            fail("device", "a torch device such as 'cpu' or 'cuda'")
+        # (a device this machine lacks fails here, not at the first network moved there)
+        self.device = str(_checked_device(self.device, "SelfPlayConfig"))
 
     @classmethod
     def fast_test(cls, **changes: Any) -> SelfPlayConfig:
@@ -242,11 +240,16 @@ class SelfPlayConfig:
         return cls(**config)
 
     @classmethod
-    def of_checkpoint(cls, state: Mapping[str, Any]) -> SelfPlayConfig:
-        """The config a :meth:`SelfPlayTrainer.state_dict` was saved with. A checkpoint of the
+    def of_checkpoint(
+        cls, state: Mapping[str, Any], device: str | torch.device | None = None
+    ) -> SelfPlayConfig:
+        """The config a :meth:`SelfPlayTrainer.state_dict` was saved with, on ``device`` when
+        given (a run saved on a GPU resumes on a machine without one). A checkpoint of the
         first format predates ``ball_forecast`` and ``policy_averaging``: its networks saw
         the bare observation."""
         values = dict(state["config"])
+        if device is not None:
+            values["device"] = device
         if state.get("format") == _CHECKPOINT_FORMAT_1:
             values.setdefault("ball_forecast", False)
         return cls.from_dict(values)
@@ -1070,7 +1073,7 @@ class SelfPlayTrainer:
                 f"not a rl-mind selfplay checkpoint: expected the format {CHECKPOINT_FORMAT!r}, "
                 f"got {state.get('format')!r}"
             )
-        saved = SelfPlayConfig.of_checkpoint(state)
+        saved = SelfPlayConfig.of_checkpoint(state, device=self.config.device)
         for name in ("hidden_sizes", "ball_forecast"):
             if getattr(saved, name) != getattr(self.config, name):
                 raise ValueError(

@@ -398,6 +398,14 @@ def interrupted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Sel
     return run_dir, run.trainer
 
 
+@pytest.fixture
+def run_copy(interrupted_run: tuple[Path, SelfPlayTrainer], tmp_path: Path) -> Path:
+    """A copy of the interrupted run's folder, for a test to change."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(interrupted_run[0], run_dir)
+    return run_dir
+
+
 def test_ctrl_c_saves_a_checkpoint_at_the_end_of_the_update(
     interrupted_run: tuple[Path, SelfPlayTrainer],
 ) -> None:
@@ -455,13 +463,9 @@ def test_a_resumed_run_continues_with_identical_counters_and_pool(
 
 
 def test_a_truncated_checkpoint_is_refused_with_an_error_naming_the_file(
-    interrupted_run: tuple[Path, SelfPlayTrainer],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    run_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source, _ = interrupted_run
-    run_dir = tmp_path / "run"
-    shutil.copytree(source, run_dir)
+    run_dir = run_copy
     checkpoint = run_dir / CHECKPOINT_NAME
     data = checkpoint.read_bytes()
     checkpoint.write_bytes(data[: len(data) // 2])
@@ -475,13 +479,9 @@ def test_a_truncated_checkpoint_is_refused_with_an_error_naming_the_file(
 
 
 def test_a_run_saved_on_a_gpu_resumes_on_a_machine_without_one_with_device_cpu(
-    interrupted_run: tuple[Path, SelfPlayTrainer],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    run_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source, _ = interrupted_run
-    run_dir = tmp_path / "run"
-    shutil.copytree(source, run_dir)
+    run_dir = run_copy
     state = load_checkpoint(run_dir / CHECKPOINT_NAME)
     state["trainer"]["config"]["device"] = "cuda:99"  # (a device no machine has)
     save_checkpoint(state, run_dir / CHECKPOINT_NAME)

@@ -225,6 +225,22 @@ def test_each_opponent_plays_all_its_copies_in_one_batched_call():
     assert env.opponents[:5] == [a, b, a, b, a] and env.opponents[5:] == ["scripted"] * 5
 
 
+def test_set_opponents_takes_a_mask_and_refuses_bad_indices_before_scheduling_any():
+    env = PongDuelVectorEnv(3, "random")
+    # (a bool mask used to be read as the indices 0 and 1)
+    env.set_opponents("scripted", np.array([True, False, True]))
+    env.set_opponents("predictive", torch.tensor([False, True, False]))
+    env.reset(seed=0)
+    assert env.opponents == ["scripted", "predictive", "scripted"]
+    with pytest.raises(ValueError, match=r"mask of copies must have shape \[3\], got \[2\]"):
+        env.set_opponents("random", [True, False])
+    with pytest.raises(TypeError, match="copy indices .* or a bool mask, got dtype float64"):
+        env.set_opponents("random", [0.0, 1.5])
+    with pytest.raises(ValueError, match=r"index 3 out of range \[0, 3\)"):
+        env.set_opponents("random", [0, 3])  # (copy 0 is not scheduled either)
+    assert env._pending == {}
+
+
 def test_opponent_changes_only_when_its_copy_match_ends():
     env = PongDuelVectorEnv(4, "random", autoreset_mode=AutoresetMode.SAME_STEP, max_steps=20)
     env.reset(seed=0)

@@ -110,6 +110,27 @@ def test_pool_bad_input_is_a_clear_error():
         OpponentPool().record(0, 2)
 
 
+def test_pool_record_refuses_what_is_not_an_id_and_ignores_only_evicted_snapshots():
+    pool = OpponentPool(capacity=2)
+    first = pool.add(nn.Linear(10, 3), step=0)
+    # (a wrong id used to be taken for an evicted snapshot: the result was silently lost)
+    with pytest.raises(TypeError, match=r"got the Snapshot itself; pass snapshot.id \(0\)"):
+        pool.record(first, -1)  # type: ignore[arg-type]
+    for wrong in (first.policy, "0", 0.0, True):
+        with pytest.raises(TypeError, match="expected a snapshot id"):
+            pool.record(wrong, -1)  # type: ignore[arg-type]
+    for never_added in (1, -1, 99):
+        with pytest.raises(ValueError, match=f"no snapshot {never_added} was ever added"):
+            pool.record(never_added, -1)
+    assert first.games == 0  # nothing was recorded by the refused calls
+    pool.record(np.int64(0), -1)  # (an id from numpy is an id)
+    assert first.losses == 1
+    pool.add(nn.Linear(10, 3), step=1)
+    pool.add(nn.Linear(10, 3), step=2)  # evicts snapshot 0
+    pool.record(0, 1)  # the results of an evicted snapshot are ignored
+    assert [s.games for s in pool] == [0, 0]
+
+
 # ---------------------------------------------------------------------- ratings
 TRUE_ELO = {"weak": 0.0, "medium": 200.0, "strong": 500.0}
 
@@ -143,6 +164,20 @@ def test_bradley_terry_with_draws_and_an_unbeaten_player_stays_finite():
     board = bradley_terry(wins, draws, ["random", "b", "c"])
     assert board.names == ["c", "b", "random"] and np.isfinite(board.rating("c"))
     assert "| 1 | c |" in str(board)
+
+
+def test_bradley_terry_refuses_an_anchor_index_outside_the_players_and_keeps_its_inputs():
+    wins = np.array([[3.0, 2, 1], [5, 4, 2], [9, 6, 1]])  # (a diagonal to ignore)
+    given = wins.copy()
+    # (-1 used to anchor nobody: ratings centred at 0 and intervals of ±240,761)
+    for anchor in (-1, 3):
+        with pytest.raises(ValueError, match=f"anchor index {anchor} is not a player"):
+            bradley_terry(wins, anchor=anchor)
+    with pytest.raises(TypeError, match="anchor must be a player's name or index"):
+        bradley_terry(wins, anchor=1.0)  # type: ignore[arg-type]
+    board = bradley_terry(wins, anchor=np.int64(0))
+    assert board.rating("0") == 0.0
+    np.testing.assert_array_equal(wins, given)  # the diagonal was not zeroed in place
 
 
 def test_elo_table_recovers_the_order_of_three_bots_and_keeps_the_anchor_fixed():
@@ -184,6 +219,23 @@ def test_play_matches_a_policy_against_itself_scores_about_half():
     assert stats.matches == 400
     low, high = stats.score_interval
     assert low < 0.5 < high and abs(stats.score - 0.5) < 0.08
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("n_matches", 0),
+        ("batch_size", -1),
+        ("batch_size", 0),
+        ("max_steps", 0),
+        ("batch_size", 2.5),
+    ],
+)
+def test_play_matches_refuses_counts_that_are_not_positive_ints(name, value):
+    # (batch_size=-1 used to play nothing and report 0 wins, 0 draws, 0 losses)
+    kwargs = {"n_matches": 4, name: value}
+    with pytest.raises(ValueError, match=f"play_matches: {name} must be a positive int"):
+        play_matches("random", "random", **kwargs)
 
 
 def test_play_matches_with_a_seed_is_reproducible_and_leaves_torch_random_state_alone():

@@ -306,13 +306,31 @@ class PongDuelVectorEnv(VectorEnv):
         the middle of a match. Checked now: an unknown name is a ``ValueError``.
         """
         self._registry.index_of(opponent)  # validate early
-        idx = range(self.num_envs) if indices is None else np.asarray(indices).reshape(-1)
-        for i in idx:
-            if not 0 <= int(i) < self.num_envs:
-                raise ValueError(
-                    f"PongDuelVectorEnv.set_opponents: index {int(i)} out of range [0, {self.num_envs})"
+        where = "PongDuelVectorEnv.set_opponents"
+        if indices is None:
+            idx = np.arange(self.num_envs)
+        else:
+            given = np.asarray(indices)  # (a CPU tensor too)
+            if given.dtype == np.bool_:  # a mask of the copies
+                if given.shape != (self.num_envs,):
+                    raise ValueError(
+                        f"{where}: a mask of copies must have shape [{self.num_envs}], got "
+                        f"{list(given.shape)}"
+                    )
+                given = np.flatnonzero(given)
+            elif given.size and given.dtype.kind not in "iu":
+                raise TypeError(
+                    f"{where}: indices must be copy indices (ints) or a bool mask, got dtype "
+                    f"{given.dtype}"
                 )
-            self._pending[int(i)] = opponent
+            idx = given.reshape(-1).astype(np.int64)
+            outside = idx[(idx < 0) | (idx >= self.num_envs)]
+            if outside.size:  # (checked before any is scheduled)
+                raise ValueError(
+                    f"{where}: index {int(outside[0])} out of range [0, {self.num_envs})"
+                )
+        for i in idx.tolist():
+            self._pending[i] = opponent
 
     def pop_results(self) -> list[MatchResult]:
         """The matches that ended since the last call (oldest first), then forgets them."""

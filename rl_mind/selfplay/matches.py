@@ -205,8 +205,13 @@ def play_matches(
     Returns:
         :class:`MatchStats` from A's point of view.
     """
-    if not isinstance(n_matches, int) or n_matches < 1:
-        raise ValueError(f"play_matches: n_matches must be a positive int, got {n_matches!r}")
+    for name, value in (
+        ("n_matches", n_matches),
+        ("batch_size", batch_size),
+        ("max_steps", max_steps),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"play_matches: {name} must be a positive int, got {value!r}")
     factory = game if game is not None else _pong_duel
     if seed is None:
         return _play_all(policy_a, policy_b, n_matches, factory, None, batch_size, max_steps)

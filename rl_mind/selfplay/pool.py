@@ -178,6 +178,22 @@ class OpponentPool:
         (+1 won, 0 draw, -1 lost). Results for an evicted snapshot are ignored."""
         if outcome not in (-1, 0, 1):
             raise ValueError(f"OpponentPool.record: outcome must be +1, 0 or -1, got {outcome!r}")
+        # (a wrong id would otherwise be taken for an evicted one, and the result lost)
+        if isinstance(snapshot_id, Snapshot):
+            raise TypeError(
+                f"OpponentPool.record: expected a snapshot id (an int), got the Snapshot "
+                f"itself; pass snapshot.id ({snapshot_id.id})"
+            )
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int | np.integer):
+            raise TypeError(
+                f"OpponentPool.record: expected a snapshot id (an int, Snapshot.id), got "
+                f"{type(snapshot_id).__name__}"
+            )
+        if not 0 <= snapshot_id < self._next_id:
+            raise ValueError(
+                f"OpponentPool.record: no snapshot {snapshot_id} was ever added (ids so far: "
+                f"0 to {self._next_id - 1})"
+            )
         for snapshot in self.snapshots:
             if snapshot.id == snapshot_id:
                 if self.decay < 1.0:

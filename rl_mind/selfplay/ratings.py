@@ -268,7 +268,18 @@ def bradley_terry(
             )
         anchor_index = names.index(anchor)
     else:
+        if isinstance(anchor, bool) or not isinstance(anchor, int | np.integer):
+            raise TypeError(
+                f"bradley_terry: anchor must be a player's name or index, got "
+                f"{type(anchor).__name__}"
+            )
+        if not 0 <= anchor < p:  # (-1 would anchor nobody: ratings adrift)
+            raise ValueError(
+                f"bradley_terry: anchor index {anchor} is not a player; indices 0 to {p - 1}"
+            )
         anchor_index = int(anchor)
+    # (copies: the caller's matrices stay as they were)
+    w, d = w.copy(), d.copy()
     np.fill_diagonal(w, 0.0)
     np.fill_diagonal(d, 0.0)
     games = w + w.T + d  # draws[i, j] counted once for the pair (i, j)

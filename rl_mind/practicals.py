@@ -73,6 +73,24 @@ def _stub_message(lines: list[str], marker_index: int, description: str) -> tupl
     return what, f"{prefix}write {what}, then run the check cell below"
 
 
+# a line meant as a marker but spelt otherwise (e.g. "# BEGIN SOLUTION", "### End Solution"):
+# left as it is, it would copy the solution into the student notebook
+_NEAR_MARKER = re.compile(r"\s*#+\s*(BEGIN|END)[\s_-]*SOLUTION", re.IGNORECASE)
+
+
+def _check_markers(source: str, where: str) -> None:
+    """Refuse a line that looks like a solution marker but is not spelt as one."""
+    for i, line in enumerate(source.split("\n")):
+        stripped = line.strip()
+        if _NEAR_MARKER.match(line) and not stripped.startswith((BEGIN_SOLUTION, END_SOLUTION)):
+            exact = BEGIN_SOLUTION if "BEGIN" in stripped.upper() else END_SOLUTION
+            raise ValueError(
+                f"{where}, line {i + 1}: {stripped!r} looks like a solution marker but is not "
+                f"one; write {exact!r} exactly (as it is, the solution would be copied into "
+                f"the student notebook)"
+            )
+
+
 def student_source(source: str, *, where: str = "<cell>") -> str:
     """The code of one cell with each solution region replaced by a stub.
 
@@ -81,6 +99,7 @@ def student_source(source: str, *, where: str = "<cell>") -> str:
         # YOUR CODE HERE: <what to write>
         raise NotImplementedError("<function>(): write <what>, then run the check cell below")
     """
+    _check_markers(source, where)
     lines = source.split("\n")
     out: list[str] = []
     inside = False
@@ -162,6 +181,8 @@ def render_notebooks(text: str, *, name: str = "practical") -> PracticalNotebook
     student = copy.deepcopy(solution)
     n_gaps = 0
     for i, cell in enumerate(student.cells):
+        if cell.cell_type == "code":
+            _check_markers(cell.source, f"{name}, cell {i}")
         if cell.cell_type != "code" or BEGIN_SOLUTION not in cell.source:
             if END_SOLUTION in cell.source:
                 raise ValueError(f"{name}, cell {i}: {END_SOLUTION!r} outside a code cell region")
@@ -188,6 +209,11 @@ def _targets(
     base = source.parent.parent if source.parent.name == "src" else source.parent
     student = Path(student_dir or base) / f"{source.stem}.ipynb"
     solution = Path(solution_dir or base / "solutions") / f"{source.stem}.ipynb"
+    if student.resolve() == solution.resolve():  # (the solution would overwrite the gaps)
+        raise ValueError(
+            f"the student and solution notebooks of {source.name} would both be {student}; "
+            f"give different folders (--student-dir, --solution-dir)"
+        )
     return student, solution
 
 

@@ -99,6 +99,20 @@ def test_badly_nested_markers_are_an_error_naming_the_cell(code: str, message: s
     assert "dqn, cell 3" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "marker", ["# BEGIN SOLUTION", "### begin solution", "## BEGIN_SOLUTION", "### End Solution"]
+)
+def test_a_misspelt_marker_is_refused_rather_than_leaking_the_solution(marker: str) -> None:
+    # (left as it is, the region it opens would be copied into the student notebook)
+    code = f"def f():\n    {marker}\n    return 42\n"
+    with pytest.raises(ValueError, match=r"dqn, cell 3, line 2: .*looks like a solution marker"):
+        student_source(code, where="dqn, cell 3")
+    # also in a cell without any correct marker, next to a correct region elsewhere
+    text = SOURCE + f"\n# %%\n{marker}\nanswer = 42\n"
+    with pytest.raises(ValueError, match=r"demo, cell \d+, line 1: .*write '### (BEGIN|END) "):
+        render_notebooks(text, name="demo")
+
+
 def test_a_source_without_any_solution_region_is_refused() -> None:
     with pytest.raises(ValueError, match="no '### BEGIN SOLUTION' region"):
         render_notebooks("# %%\nx = 1\n", name="empty")
@@ -158,6 +172,18 @@ def test_the_output_folders_can_be_chosen(tmp_path: Path) -> None:
     assert solution == tmp_path / "keys" / "demo.ipynb"
     assert main(["--check", str(source), "--student-dir", str(tmp_path / "out"),
                  "--solution-dir", str(tmp_path / "keys")]) == 0  # fmt: skip
+
+
+def test_one_folder_for_both_notebooks_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (the solution notebook would overwrite the student one)
+    source = tmp_path / "demo.py"
+    source.write_text(SOURCE)
+    out = str(tmp_path / "out")
+    assert main([str(source), "--student-dir", out, "--solution-dir", out]) == 1
+    assert "would both be" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_command_reports_a_missing_source_and_a_bad_marker(

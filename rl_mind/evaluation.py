@@ -45,7 +45,7 @@ import torch
 from gymnasium import spaces
 from torch import Tensor, nn
 
-from rl_mind.core import ActionT, Actor, Observation
+from rl_mind.core import ActionT, Actor, Observation, _checked_device
 from rl_mind.env import VecEnv, _Converter, _dict_struct_class
 from rl_mind.notebook import _headless_sdl, _safe_name, outputs_directory, video_display
 from rl_mind.rendering import _as_rgb_frame
@@ -89,6 +89,19 @@ _LEAF_TYPES: tuple[type, ...] = (
 )
 
 
+def _check_key(part: Any, key: Any, where: str) -> None:
+    """A dict key (``part``: the key, or an item of a tuple key) must be a plain value."""
+    if type(part) is tuple:
+        for item in part:
+            _check_key(item, key, where)
+    elif type(part) not in (str, int, float, bool, type(None)):
+        inside = "" if part is key else f" (its item {part!r})"
+        raise TypeError(
+            f"save_checkpoint: key {key!r} at {where}{inside} is a {type(part).__name__}; "
+            f"use str or int keys"
+        )
+
+
 def _check_checkpointable(obj: Any, where: str) -> None:
     """Raise a TypeError naming the first value that weights_only loading would refuse."""
     kind = type(obj)
@@ -96,11 +109,7 @@ def _check_checkpointable(obj: Any, where: str) -> None:
         return
     if kind in (dict, OrderedDict):
         for key, value in obj.items():
-            if type(key) not in (str, int, float, bool, type(None), tuple):
-                raise TypeError(
-                    f"save_checkpoint: key {key!r} at {where} is a {type(key).__name__}; "
-                    f"use str or int keys"
-                )
+            _check_key(key, key, where)
             _check_checkpointable(value, f"{where}[{key!r}]")
         return
     if kind in (list, tuple, set):
@@ -185,6 +194,8 @@ def load_checkpoint(
     ``ValueError``) naming the file if it is truncated, corrupt, not a torch checkpoint, or
     holds objects that ``weights_only`` loading refuses.
     """
+    if isinstance(map_location, str | torch.device):  # (not reported as a corrupt file)
+        map_location = _checked_device(map_location, "load_checkpoint: map_location")
     source = Path(path).expanduser().resolve()
     if not source.exists():
         raise FileNotFoundError(f"load_checkpoint: no checkpoint at {source}")
@@ -389,6 +400,12 @@ def write_video(
         raise ValueError(f"write_video: expected a path ending in .mp4, got {target}")
     if not fps > 0:
         raise ValueError(f"write_video: fps must be positive, got {fps}")
+    # (one frame given as the whole video would be read row by row: a video of rows)
+    if isinstance(frames, np.ndarray | torch.Tensor) and frames.ndim != 4:
+        raise ValueError(
+            f"write_video: an array of frames must be [time, height, width, 3], got shape "
+            f"{list(frames.shape)}; for a single frame, pass [frame]"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".mp4")
     os.close(fd)

@@ -236,6 +236,11 @@ def test_save_checkpoint_refuses_values_weights_only_loading_cannot_read(tmp_pat
     with pytest.raises(TypeError, match="state_dict"):
         save_checkpoint({"net": nn.Linear(1, 1)}, tmp_path / "state.pt")
     assert not (tmp_path / "state.pt").exists()
+    # the items of a tuple key too (a numpy one would be saved, then refused at loading)
+    save_checkpoint({"visits": {(3, "a"): 5}}, tmp_path / "state.pt")
+    with pytest.raises(TypeError, match=r"key \(np.int64\(3\), 0\) at obj\['visits'\] \(its item"):
+        save_checkpoint({"visits": {(np.int64(3), 0): 5}}, tmp_path / "state.pt")
+    assert load_checkpoint(tmp_path / "state.pt") == {"visits": {(3, "a"): 5}}  # kept
     with pytest.raises(ValueError, match="folder"):
         save_checkpoint({}, tmp_path)
 
@@ -421,6 +426,26 @@ def test_record_video_names_the_render_modes_of_an_environment_without_rgb_array
     with pytest.raises(ValueError, match="render_mode='rgb_array'"):
         record_video(BiasActor(), PAINT_ID, tmp_path, render_mode="human")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_write_video_refuses_one_frame_given_as_the_video(tmp_path: Path) -> None:
+    # (an array is read along its first axis: a [H, W, 3] frame would be H frames of rows)
+    frame = np.zeros((40, 60, 3), np.uint8)
+    with pytest.raises(ValueError, match=r"\[time, height, width, 3\], got shape \[40, 60, 3\]"):
+        write_video(frame, tmp_path / "a.mp4")
+    with pytest.raises(ValueError, match="pass \\[frame\\]"):
+        write_video(torch.zeros(40, 60, 3, dtype=torch.uint8), tmp_path / "a.mp4")
+    assert not list(tmp_path.iterdir())
+
+
+def test_load_checkpoint_says_when_the_device_is_the_problem(tmp_path: Path) -> None:
+    # (not "truncated or corrupt": the file is fine)
+    path = save_checkpoint({"w": torch.ones(2)}, tmp_path / "state.pt")
+    with pytest.raises(ValueError, match="map_location: device 'gpu' is not a torch device"):
+        load_checkpoint(path, map_location="gpu")
+    with pytest.raises(ValueError, match="map_location: device 'cuda:99' is not available"):
+        load_checkpoint(path, map_location="cuda:99")
+    assert torch.equal(load_checkpoint(path, map_location=torch.device("cpu"))["w"], torch.ones(2))
 
 
 def test_write_video_rejects_frames_of_different_sizes(tmp_path: Path) -> None:

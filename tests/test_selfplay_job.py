@@ -5,6 +5,7 @@ All at the fast-test profile (tests/conftest.py sets ``RL_MIND_FAST_TEST=1``).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -26,6 +27,7 @@ from rl_mind.selfplay.trainer import (
     SelfPlayConfig,
     SelfPlayTrainer,
     ball_forecast,
+    explained_variance,
     gae_advantages,
     mirror_observation,
     network_input,
@@ -514,6 +516,30 @@ def test_the_command_refuses_to_overwrite_a_run_and_a_missing_checkpoint(
     assert "no checkpoint.pt" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("minutes", ["inf", "nan", "-1"])
+def test_the_command_refuses_a_budget_that_is_not_a_finite_number_before_writing(
+    minutes: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (inf and nan used to fail after config.json and the TensorBoard file were written)
+    run_dir = tmp_path / "run"
+    assert main(["--minutes", minutes, "--run-dir", str(run_dir)]) == 2
+    assert "--minutes must be a finite number >= 0" in capsys.readouterr().err
+    assert not run_dir.exists()
+    with pytest.raises(ValueError, match="minutes must be a finite number"):
+        train(fast_config(), minutes=float(minutes), run_dir=run_dir, progress=False)
+    assert not run_dir.exists()
+
+
+def test_the_command_reports_a_run_dir_that_is_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    assert main(["--run-dir", str(a_file), "--minutes", "0.01"]) == 1
+    assert str(a_file) in capsys.readouterr().err  # (a message, not a traceback)
+    assert a_file.read_text() == "mine\n"
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -546,6 +572,16 @@ def test_a_bad_setting_is_refused_with_its_name(name: str, value: object) -> Non
         ValueError, match=rf"SelfPlayConfig: {name} must be .*got {re.escape(repr(value))}"
     ):
         SelfPlayConfig(**{name: value})  # type: ignore[arg-type]
+
+
+def test_explained_variance_is_one_for_a_perfect_prediction_and_refuses_other_shapes() -> None:
+    target = torch.tensor([1.0, 2.0, 4.0, 8.0])
+    assert explained_variance(target.clone(), target) == pytest.approx(1.0)
+    assert explained_variance(torch.full((4,), 3.75), target) == pytest.approx(0.0)
+    assert math.isnan(explained_variance(target, torch.ones(4)))  # a constant target
+    # ([N, 1] against [N] would broadcast to [N, N] and read -0.67 for a perfect prediction)
+    with pytest.raises(ValueError, match=r"same shape, got \[4, 1\] and \[4\]"):
+        explained_variance(target.unsqueeze(1), target)
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ import contextlib
 import csv
 import dataclasses
 import json
+import math
 import signal
 import sys
 import time
@@ -222,6 +223,8 @@ def train(
     Returns:
         A :class:`SelfPlayRun` with the paths of what was written.
     """
+    if minutes is not None and not 0 <= float(minutes) < math.inf:  # (before any write)
+        raise ValueError(f"minutes must be a finite number >= 0, got {minutes}")
     torch.set_num_threads(1)  # small networks: a second thread halves the throughput
     if resume is not None:
         folder = Path(resume).expanduser().resolve()
@@ -250,8 +253,6 @@ def train(
             folder.mkdir(parents=True, exist_ok=True)
         trainer = SelfPlayTrainer(config)
         budget = default_minutes() if minutes is None else float(minutes)
-    if budget < 0:
-        raise ValueError(f"minutes must be >= 0, got {budget}")
     config = trainer.config
     (folder / "config.json").write_text(
         json.dumps({**config.to_dict(), "minutes": budget}, indent=2) + "\n"
@@ -418,8 +419,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.minutes is not None and args.minutes < 0:
-        print(f"rl-mind selfplay: --minutes must be >= 0, got {args.minutes}", file=sys.stderr)
+    if args.minutes is not None and not 0 <= args.minutes < math.inf:  # (nan fails too)
+        print(
+            f"rl-mind selfplay: --minutes must be a finite number >= 0, got {args.minutes}",
+            file=sys.stderr,
+        )
         return 2
     try:
         run = train(
@@ -431,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=False if args.no_progress else None,
             video=not args.no_video,
         )
-    except (CheckpointError, FileNotFoundError, ValueError) as error:
+    except (CheckpointError, OSError, ValueError) as error:  # (OSError: e.g. --run-dir a file)
         print(f"rl-mind selfplay: {error}", file=sys.stderr)
         return 1
     if run.interrupted:

@@ -534,6 +534,12 @@ def ppo_loss(
 
 def explained_variance(prediction: Tensor, target: Tensor) -> float:
     """``1 - Var(target - prediction) / Var(target)``: 1 is perfect, 0 no better than a constant."""
+    if prediction.shape != target.shape:  # ([N, 1] against [N] would broadcast to [N, N])
+        raise ValueError(
+            f"explained_variance: prediction and target must have the same shape, got "
+            f"{list(prediction.shape)} and {list(target.shape)} (squeeze the value head's "
+            f"last dimension)"
+        )
     variance = target.var()
     if float(variance) == 0.0:
         return float("nan")

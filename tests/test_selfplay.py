@@ -112,6 +112,8 @@ def test_pool_bad_input_is_a_clear_error():
 
 def test_pool_record_refuses_what_is_not_an_id_and_ignores_only_evicted_snapshots():
     pool = OpponentPool(capacity=2)
+    with pytest.raises(ValueError, match=r"no snapshot 0 was ever added \(ids so far: none"):
+        pool.record(0, 1)
     first = pool.add(nn.Linear(10, 3), step=0)
     # (a wrong id used to be taken for an evicted snapshot: the result was silently lost)
     with pytest.raises(TypeError, match=r"got the Snapshot itself; pass snapshot.id \(0\)"):

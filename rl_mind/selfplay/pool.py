@@ -190,9 +190,10 @@ class OpponentPool:
                 f"{type(snapshot_id).__name__}"
             )
         if not 0 <= snapshot_id < self._next_id:
+            issued = f"0 to {self._next_id - 1}" if self._next_id else "none, the pool is empty"
             raise ValueError(
                 f"OpponentPool.record: no snapshot {snapshot_id} was ever added (ids so far: "
-                f"0 to {self._next_id - 1})"
+                f"{issued})"
             )
         for snapshot in self.snapshots:
             if snapshot.id == snapshot_id:

@@ -642,6 +642,12 @@ class Evaluator(Generic[ActionT]):
             )
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
             raise ValueError(f"Evaluator: max_steps must be a positive int, got {max_steps!r}")
+        if writer is not None and not callable(getattr(writer, "add_scalar", None)):
+            # (else it fails at the first evaluation, after best_actor.pt is written)
+            raise TypeError(
+                f"Evaluator: writer must be a torch.utils.tensorboard.SummaryWriter, got "
+                f"{type(writer).__name__} (for a log folder, pass run_dir)"
+            )
         self.run_dir: Path | None = None
         if run_dir is not None:
             folder = Path(run_dir).expanduser().resolve()

@@ -22,6 +22,7 @@ import time; each is imported inside the function that needs it.
 from __future__ import annotations
 
 import datetime
+import numbers
 import os
 import re
 from collections.abc import Sequence
@@ -223,6 +224,17 @@ class ProgressBar:
     ) -> None:
         from tqdm.auto import tqdm
 
+        # (a swap, progress_bar(evaluator, total), would fail only inside the training loop)
+        if isinstance(total, bool) or not isinstance(total, int | numbers.Integral) or total < 0:
+            raise TypeError(
+                f"progress_bar: total must be the number of training steps (an int >= 0), "
+                f"got {total!r}; call progress_bar(total_steps, evaluator)"
+            )
+        if evaluator is not None and not hasattr(evaluator, "history"):
+            raise TypeError(
+                f"progress_bar: evaluator must be an Evaluator (or None), got "
+                f"{type(evaluator).__name__}"
+            )
         self.evaluator = evaluator
         self._shown_results = 0
         self._steps = 0

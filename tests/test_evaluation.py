@@ -473,6 +473,10 @@ def test_evaluator_rejects_bad_arguments(tmp_path: Path) -> None:
         Evaluator(PAINT_ID, every=10, run_dir=a_file)
     with pytest.raises(TypeError, match="gymnasium id or a VecEnv"):
         Evaluator(42, every=10)  # type: ignore[arg-type]
+    # (a folder name given as the writer used to fail after the first evaluation)
+    with pytest.raises(TypeError, match="writer must be a .*SummaryWriter, got str .*run_dir"):
+        Evaluator(PAINT_ID, 10, tmp_path / "run", "logs")  # type: ignore[arg-type]
+    assert not (tmp_path / "run").exists()
 
 
 def test_evaluator_names_the_expected_action_shape() -> None:

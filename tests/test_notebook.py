@@ -170,6 +170,19 @@ class FakeEvaluator:
         self.best_reward: float | None = None
 
 
+def test_progress_bar_refuses_swapped_or_wrong_arguments_at_once() -> None:
+    # (the swap used to fail only at update_to, inside the training loop)
+    with pytest.raises(
+        TypeError, match=r"total must be .*call progress_bar\(total_steps, evaluator\)"
+    ):
+        progress_bar(FakeEvaluator(), 100)  # type: ignore[arg-type]
+    for total in (-1, 2.5, None):
+        with pytest.raises(TypeError, match="total must be the number of training steps"):
+            progress_bar(total)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="evaluator must be an Evaluator"):
+        progress_bar(100, 100)  # type: ignore[arg-type]
+
+
 def test_progress_bar_tracks_steps_and_shows_the_latest_evaluation() -> None:
     evaluator = FakeEvaluator()
     output = io.StringIO()

@@ -182,6 +182,18 @@ def test_bradley_terry_refuses_an_anchor_index_outside_the_players_and_keeps_its
     np.testing.assert_array_equal(wins, given)  # the diagonal was not zeroed in place
 
 
+def test_round_robin_takes_bot_names_and_says_what_a_player_must_be():
+    results = round_robin(["random", ("also random", "random")], 4, seed=0)
+    assert results.names == ("random", "also random")
+    assert results.stats("random", "also random").matches == 4
+    with pytest.raises(ValueError, match=r"no player 'scripted'; players: \('random'"):
+        results.stats("random", "scripted")
+    with pytest.raises(TypeError, match=r"\(name, policy\) pairs or bot names, got 3"):
+        round_robin(["random", 3], 4)
+    with pytest.raises(TypeError, match=r"fixed must map each fixed player to its rating"):
+        EloTable(fixed={"random"})  # type: ignore[arg-type]
+
+
 def test_elo_table_recovers_the_order_of_three_bots_and_keeps_the_anchor_fixed():
     rng = np.random.default_rng(1)
     names = list(TRUE_ELO)

@@ -426,6 +426,8 @@ def test_a_resumed_run_continues_with_identical_counters_and_pool(
     state = load_checkpoint(run_dir / CHECKPOINT_NAME)
     restored = SelfPlayTrainer(SelfPlayConfig.from_dict(state["trainer"]["config"]))
     try:
+        with pytest.raises(ValueError, match=r"pass load_checkpoint\(path\)\['trainer'\]"):
+            restored.load_state_dict(state)  # (the job's whole checkpoint)
         restored.load_state_dict(state["trainer"])
         assert (restored.updates, restored.env_steps) == (before.updates, before.env_steps)
         assert restored.train_seconds == before.train_seconds

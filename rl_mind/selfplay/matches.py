@@ -291,6 +291,11 @@ class RoundRobinResults:
     draws: np.ndarray
 
     def stats(self, a: str, b: str) -> MatchStats:
+        for name in (a, b):
+            if name not in self.names:
+                raise ValueError(
+                    f"RoundRobinResults.stats: no player {name!r}; players: {self.names}"
+                )
         i, j = self.names.index(a), self.names.index(b)
         return MatchStats(int(self.wins[i, j]), int(self.draws[i, j]), int(self.wins[j, i]))
 
@@ -307,7 +312,16 @@ def round_robin(
 
     Feed the result to :func:`~rl_mind.selfplay.ratings.bradley_terry`.
     """
-    items = list(players.items()) if isinstance(players, Mapping) else list(players)
+    if isinstance(players, Mapping):
+        items = list(players.items())
+    else:  # (a bare name is a bot playing under its own name)
+        items = [(p, p) if isinstance(p, str) else p for p in players]
+        for item in items:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+                raise TypeError(
+                    f"round_robin: players must be a dict name -> policy, or (name, policy) "
+                    f"pairs or bot names, got {item!r}"
+                )
     names = tuple(name for name, _ in items)
     if len(set(names)) != len(names):
         raise ValueError(f"round_robin: player names must be unique, got {names}")

@@ -154,6 +154,11 @@ class EloTable:
             raise ValueError(f"EloTable: k must be positive, got {k}")
         self.k = float(k)
         self.initial = float(initial)
+        if fixed is not None and not isinstance(fixed, Mapping):
+            raise TypeError(
+                f"EloTable: fixed must map each fixed player to its rating (e.g. "
+                f"{{'random': 0.0}}), got {type(fixed).__name__}"
+            )
         self.fixed = dict(fixed or {})
         self.ratings: dict[str, float] = dict(self.fixed)
         self.games: dict[str, float] = dict.fromkeys(self.fixed, 0.0)

@@ -1075,6 +1075,11 @@ class SelfPlayTrainer:
         restarts from the learner's weights.
         """
         if state.get("format") not in (CHECKPOINT_FORMAT, _CHECKPOINT_FORMAT_1):
+            if isinstance(state.get("trainer"), Mapping):  # (the job's checkpoint.pt)
+                raise ValueError(
+                    "this is the checkpoint of a rl-mind selfplay run, whose trainer state is "
+                    "under 'trainer': pass load_checkpoint(path)['trainer']"
+                )
             raise ValueError(
                 f"not a rl-mind selfplay checkpoint: expected the format {CHECKPOINT_FORMAT!r}, "
                 f"got {state.get('format')!r}"

@@ -127,7 +127,24 @@ def student_source(source: str, *, where: str = "<cell>") -> str:
             out.append(line)
     if inside:
         raise ValueError(f"{where}: {BEGIN_SOLUTION!r} is never closed by {END_SOLUTION!r}")
-    return "\n".join(out)
+    student = "\n".join(out)
+    # (a marker at another indentation than the code it replaces, or inside brackets, gives a
+    # student cell that does not compile; a cell of notebook magics compiles in neither)
+    if _syntax_error(source) is None and (error := _syntax_error(student)) is not None:
+        raise ValueError(
+            f"{where}: the student version of this cell does not compile ({error.msg}, line "
+            f"{error.lineno} of the student cell); put each {BEGIN_SOLUTION!r} on a line of "
+            f"its own between statements, at the indentation of the code it replaces"
+        )
+    return student
+
+
+def _syntax_error(source: str) -> SyntaxError | None:
+    try:
+        compile(source, "<cell>", "exec")
+    except SyntaxError as error:
+        return error
+    return None
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,27 @@ def test_a_misspelt_marker_is_refused_rather_than_leaking_the_solution(marker: s
         render_notebooks(text, name="demo")
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        # a marker at column 0 inside a function body: the stub lands outside the def
+        "def f(x):\n### BEGIN SOLUTION\n    return x\n### END SOLUTION\n",
+        # a region inside a call's brackets: the stub is a statement among arguments
+        "y = max(\n    ### BEGIN SOLUTION\n    1, 2\n    ### END SOLUTION\n)\n",
+    ],
+)
+def test_a_region_whose_stub_would_not_compile_is_refused(code: str) -> None:
+    # (the student notebook used to be written, with exit status 0, and fail when run)
+    compile(code, "<source>", "exec")  # the source itself is valid
+    with pytest.raises(ValueError, match=r"dqn, cell 2: the student version .* does not compile"):
+        student_source(code, where="dqn, cell 2")
+
+
+def test_a_cell_of_notebook_magics_is_stubbed_without_a_compile_check() -> None:
+    code = "%matplotlib inline\nx = 1\n### BEGIN SOLUTION\ny = 2\n### END SOLUTION\n"
+    assert "raise NotImplementedError" in student_source(code)
+
+
 def test_a_source_without_any_solution_region_is_refused() -> None:
     with pytest.raises(ValueError, match="no '### BEGIN SOLUTION' region"):
         render_notebooks("# %%\nx = 1\n", name="empty")

@@ -198,9 +198,9 @@ def render_notebooks(text: str, *, name: str = "practical") -> PracticalNotebook
     student = copy.deepcopy(solution)
     n_gaps = 0
     for i, cell in enumerate(student.cells):
-        if cell.cell_type == "code":
-            _check_markers(cell.source, f"{name}, cell {i}")
         if cell.cell_type != "code" or BEGIN_SOLUTION not in cell.source:
+            if cell.cell_type == "code":  # (student_source checks the cells it stubs)
+                _check_markers(cell.source, f"{name}, cell {i}")
             if END_SOLUTION in cell.source:
                 raise ValueError(f"{name}, cell {i}: {END_SOLUTION!r} outside a code cell region")
             continue

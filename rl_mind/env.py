@@ -101,6 +101,9 @@ class _Converter:
         self.on_cpu = device.type == "cpu"
         self.is_dict = isinstance(space, spaces.Dict)
         self.dtype: torch.dtype | None = None
+        # the numpy dtype of observations that torch.from_numpy alone converts (None: no
+        # such dtype, for Dict spaces and off the CPU), for the shortcut of collect(1)
+        self.plain_dtype: np.dtype[Any] | None = None
         if isinstance(space, spaces.Dict):
             self.children = {key: _Converter(sub, device) for key, sub in space.spaces.items()}
             self.struct = _dict_struct_class(tuple(space.spaces))
@@ -112,6 +115,12 @@ class _Converter:
             raise TypeError(
                 f"VecEnv supports Box, Discrete, MultiDiscrete, MultiBinary and Dict "
                 f"observation spaces, got {space}"
+            )
+        if self.on_cpu and not self.is_dict:
+            self.plain_dtype = (
+                np.dtype(space.dtype)  # type: ignore[arg-type]
+                if self.dtype is None
+                else np.dtype(np.float32 if self.dtype is torch.float32 else np.int64)
             )
 
     def __call__(self, batch: Any) -> Observation:
@@ -128,28 +137,41 @@ class _Converter:
 
     def rows(self, batch: Any, rows: np.ndarray) -> Observation:
         """The ``rows`` (a 1-d int array) of numpy observations, as a tensor (or struct):
-        ``self(batch[rows])`` in one call, the take being the only copy.
+        ``self(batch[rows])`` with the take as the only copy (:meth:`take`, then
+        :meth:`fresh`)."""
+        return self.fresh(self.take(batch, rows))
 
-        ``take`` is the same copy as the fancy index, many times faster on rows of several
-        values (measured, ``[512, 4]`` float32: 0.6 µs against 5.8 µs; ``[64, 4]``: 0.4
-        against 1.6). On a column-major array (as CartPole's vector environment returns
-        its observations), ``take`` on the first axis would first copy the whole array to
-        row-major; through the transpose, row-major, it takes the rows straight, and they
-        come out column-major."""
+    def take(self, batch: Any, rows: np.ndarray) -> Any:
+        """The ``rows`` (a 1-d int array) of numpy observations, as fresh numpy arrays
+        (see :func:`_take_rows_np`)."""
+        if self.is_dict:
+            return {key: conv.take(batch[key], rows) for key, conv in self.children.items()}
+        return _take_rows_np(batch if type(batch) is np.ndarray else np.asarray(batch), rows)
+
+    def fresh(self, batch: Any) -> Observation:
+        """``self(batch)`` of numpy observations that nothing else holds (as :meth:`take`
+        returns): converted without the copy check."""
         if self.is_dict:
             children = self.children.items()
-            return self.struct(**{key: conv.rows(batch[key], rows) for key, conv in children})
-        array = batch if type(batch) is np.ndarray else np.asarray(batch)
-        if array.ndim > 1 and array.flags.f_contiguous:
-            taken = array.T.take(rows, -1).T
-        else:
-            taken = array.take(rows, 0)
-        # (the tail of __call__, without its copy check: the taken array is fresh and
-        # writable; written out here, as this runs twice at every collect(1) step)
-        tensor = torch.from_numpy(taken)
+            return self.struct(**{key: conv.fresh(batch[key]) for key, conv in children})
+        tensor = torch.from_numpy(batch)
         if self.dtype is not None and tensor.dtype is not self.dtype:
             tensor = tensor.to(self.dtype)
         return tensor if self.on_cpu else tensor.to(self.device)
+
+
+def _take_rows_np(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` (a 1-d int array) of ``array``: ``array[rows]``, a copy.
+
+    ``take`` is the same copy as the fancy index, many times faster on rows of several
+    values (measured, ``[512, 4]`` float32: 0.6 µs against 5.8 µs; ``[64, 4]``: 0.4 against
+    1.6). On a column-major array (as CartPole's vector environment returns its
+    observations), ``take`` on the first axis would first copy the whole array to
+    row-major; through the transpose, row-major, it takes the rows straight, and they come
+    out column-major."""
+    if array.ndim > 1 and array.flags.f_contiguous:
+        return array.T.take(rows, -1).T
+    return array.take(rows, 0)
 
 
 def _tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:

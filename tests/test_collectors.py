@@ -262,6 +262,55 @@ def test_collect_one_on_a_step_where_every_copy_resets():
         assert calls == [0]  # asked for the action of no rows, which has the type
 
 
+class FailingCounterActor(CounterActor):
+    """CounterActor that raises at its call ``fail_at``."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.fail_at = fail_at
+
+    def forward(self, obs: Tensor | TensorStruct) -> Action:
+        if self.calls + 1 == self.fail_at:
+            self.calls += 1
+            raise RuntimeError("the actor failed")
+        return super().forward(obs)
+
+
+@pytest.mark.parametrize("obs_kind", OBS_KINDS)
+@pytest.mark.parametrize("same_step_reset", [False, True], ids=["next-step", "same-step"])
+def test_collect_one_after_a_failed_call_goes_on_from_the_same_observation(
+    obs_kind, same_step_reset
+):
+    # each collect(1) prepares what the next one acts on: a call whose actor raised (the
+    # environment did not step) leaves it as it was, and the data goes on as in a run
+    # without the failure; so it does after collect(n) in between
+    runs = []
+    for fail_at in (None, 7):
+        with counter(4, obs_kind, same_step_reset) as env:
+            actor = CounterActor() if fail_at is None else FailingCounterActor(fail_at)
+            collector = TransitionCollector(env, actor)
+            data = []
+            for call in range(40):
+                if fail_at is not None and call == fail_at - 1:
+                    with pytest.raises(RuntimeError, match="the actor failed"):
+                        collector.collect(1)
+                data.append(collector.collect(3 if call in (12, 13, 25) else 1))
+            runs.append(data)
+    for clean, failed in zip(*runs, strict=True):
+        assert torch.equal(decode(clean.obs), decode(failed.obs))
+        assert torch.equal(decode(clean.next_obs), decode(failed.next_obs))
+        assert torch.equal(clean.action.value, failed.action.value)
+        assert torch.equal(clean.terminated, failed.terminated)
+    every = Transitions.cat(runs[1])
+    check_step_rows(
+        decode(every.obs),
+        decode(every.next_obs),
+        every.action.value,
+        every.reward,
+        every.terminated,
+    )
+
+
 def test_an_actor_that_ignores_its_rows_gets_a_clear_error():
     class ThreeActions(Actor[Action]):
         def forward(self, obs: Tensor) -> Action:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -291,6 +292,33 @@ def _rows_name(rows: np.ndarray | None) -> str:
     )
 
 
+# the ids that `import rl_mind.envs` registers (importing rl_mind alone registers none)
+_OWN_ENV_IDS = ("CartPoleContinuous-v1", "rl_mind/PongDuel-v0")
+
+
+def _env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
+    """gymnasium's spec of the id ``env_name``, with a ``TypeError`` for what is not an id
+    (as an environment object) and a ``ValueError`` for an unknown id (with gymnasium's
+    close matches, and a hint for the package's own ids before ``import rl_mind.envs``)."""
+    if not isinstance(env_name, str):
+        made_from = getattr(getattr(env_name, "spec", None), "id", None)
+        hint = f" (pass its id, {made_from!r}, instead)" if isinstance(made_from, str) else ""
+        raise TypeError(
+            f"{owner}: env_name must be a gymnasium id (str), such as 'CartPole-v1', got "
+            f"{type(env_name).__name__}{hint}"
+        )
+    try:
+        return gym.spec(env_name)
+    except gym.error.Error as error:
+        hint = ""
+        if env_name.startswith(("rl_mind/", "CartPoleContinuous")) and (
+            "rl_mind.envs" not in sys.modules
+        ):
+            hint = f"; the package's own environments {list(_OWN_ENV_IDS)} are registered by "
+            hint += "`import rl_mind.envs`"
+        raise ValueError(f"unknown environment id {env_name!r}: {error}{hint}") from None
+
+
 def _accepts_kwarg(creator: Any, name: str) -> bool:
     try:
         parameters = inspect.signature(creator).parameters
@@ -338,8 +366,6 @@ class VecEnv:
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        if not isinstance(env_name, str):
-            raise TypeError(f"env_name must be a gymnasium id (str), got {type(env_name).__name__}")
         self._env_name = env_name
         self._num_envs = num_envs
         self._seed = seed
@@ -350,10 +376,7 @@ class VecEnv:
         mode = AutoresetMode.SAME_STEP if same_step_reset else AutoresetMode.NEXT_STEP
         self._autoreset_mode = mode
 
-        try:
-            spec = gym.spec(env_name)
-        except gym.error.Error as error:
-            raise ValueError(f"unknown environment id {env_name!r}: {error}") from None
+        spec = _env_spec(env_name, "VecEnv")
 
         self._gym_env = self._make(spec, mode, list(wrappers), asynchronous, env_kwargs)
         self._observation_space = self._gym_env.single_observation_space

@@ -46,7 +46,7 @@ from gymnasium import spaces
 from torch import Tensor, nn
 
 from rl_mind.core import ActionT, Actor, Observation, _checked_device
-from rl_mind.env import VecEnv, _Converter, _dict_struct_class
+from rl_mind.env import VecEnv, _Converter, _dict_struct_class, _env_spec
 from rl_mind.notebook import _headless_sdl, _safe_name, outputs_directory, video_display
 from rl_mind.rendering import _as_rgb_frame
 
@@ -318,6 +318,24 @@ def _single_obs_converter(
     return convert
 
 
+def _discrete_action(action: Tensor, space: spaces.Discrete) -> int:
+    """One discrete action (a 0-d integer tensor) as the int gymnasium wants, checked
+    against ``space`` (as :class:`~rl_mind.env.VecEnv` checks them)."""
+    if action.is_floating_point() or action.is_complex() or action.dtype == torch.bool:
+        raise ValueError(
+            f"actor.act(obs) returned discrete actions of dtype {action.dtype}; expected "
+            f"integers (torch.long): use .long() if the values are whole numbers"
+        )
+    value = int(action.item())
+    low, high = int(space.start), int(space.start + space.n)
+    if not low <= value < high:
+        raise ValueError(
+            f"actor.act(obs) returned the discrete action {value}; expected one in "
+            f"[{low}, {high - 1}] (the action space {space})"
+        )
+    return value
+
+
 def actor_policy(
     actor: Actor[Any],
     action_space: spaces.Space[Any],
@@ -349,7 +367,16 @@ def actor_policy(
             actions = _check_action_shape(actor.act(batch), action_space, 1)
         action = actions[0].detach().cpu()
         if isinstance(action_space, spaces.Discrete):
-            return int(action.item())
+            return _discrete_action(action, action_space)
+        if not action.is_floating_point():
+            raise ValueError(
+                f"actor.act(obs) returned continuous actions of dtype {action.dtype}; "
+                f"expected floating-point ones"
+            )
+        if not bool(torch.isfinite(action).all()):
+            raise ValueError(
+                f"actor.act(obs) returned continuous actions that are not finite: {action.tolist()}"
+            )
         return action.numpy().astype(action_space.dtype, copy=False).reshape(action_space.shape)
 
     return policy
@@ -469,10 +496,7 @@ def _make_rgb_env(
         raise ValueError(
             f"record_video renders with render_mode='rgb_array'; got render_mode={mode!r}"
         )
-    try:
-        spec = gym.spec(env_name)
-    except gym.error.Error as error:
-        raise ValueError(f"unknown environment id {env_name!r}: {error}") from None
+    spec = _env_spec(env_name, "record_video")
     modes = _render_modes(spec)
     _headless_sdl()
     if modes is not None and "rgb_array" not in modes:
@@ -482,8 +506,8 @@ def _make_rgb_env(
         )
     try:
         env = gym.make(env_name, render_mode="rgb_array", **env_kwargs)
-    except TypeError as error:
-        if "render_mode" in str(error):
+    except TypeError as error:  # (gymnasium's message names any other unknown keyword)
+        if "unexpected keyword argument 'render_mode'" in str(error):
             raise ValueError(
                 f"{env_name} cannot be filmed: its constructor does not accept "
                 f"render_mode='rgb_array' (render modes: {modes})"

@@ -368,6 +368,47 @@ def test_actor_policy_names_the_expected_action_shape() -> None:
         actor_policy(WrongShapeActor(), spaces.MultiBinary(3))
 
 
+class ConstantAct(Actor[Action]):
+    """Acts ``value`` (a 0-d tensor) in every row."""
+
+    def __init__(self, value: Tensor) -> None:
+        super().__init__()
+        self.value = value
+
+    def forward(self, obs: Tensor) -> Action:  # type: ignore[override]
+        return Action(self.value.expand(len(obs)).clone())
+
+
+def test_actor_policy_checks_action_values_as_the_vecenv_does() -> None:
+    # (gymnasium's own check is a bare AssertionError, or none: a float was truncated)
+    obs = np.zeros(2, dtype=np.float32)
+    discrete = spaces.Discrete(3, start=1)
+    assert actor_policy(ConstantAct(torch.tensor(3)), discrete)(obs) == 3
+    with pytest.raises(ValueError, match=r"discrete action 4; expected one in \[1, 3\]"):
+        actor_policy(ConstantAct(torch.tensor(4)), discrete)(obs)
+    with pytest.raises(ValueError, match=r"discrete action 0; expected one in \[1, 3\]"):
+        actor_policy(ConstantAct(torch.tensor(0)), discrete)(obs)
+    with pytest.raises(ValueError, match=r"dtype torch.float32; expected integers.*\.long\(\)"):
+        actor_policy(ConstantAct(torch.tensor(1.7)), discrete)(obs)
+    with pytest.raises(ValueError, match="dtype torch.bool"):
+        actor_policy(ConstantAct(torch.tensor(True)), discrete)(obs)
+    box = spaces.Box(-2.0, 2.0, (1,))
+
+    class Continuous(Actor[Action]):
+        def __init__(self, value: float | int) -> None:
+            super().__init__()
+            self.value = value
+
+        def forward(self, obs: Tensor) -> Action:  # type: ignore[override]
+            return Action(torch.full((len(obs), 1), self.value))
+
+    assert actor_policy(Continuous(0.5), box)(obs).tolist() == [0.5]
+    with pytest.raises(ValueError, match=r"not finite: \[nan\]"):
+        actor_policy(Continuous(float("nan")), box)(obs)
+    with pytest.raises(ValueError, match=r"dtype torch.int64; expected floating-point"):
+        actor_policy(Continuous(1), box)(obs)
+
+
 # ====================================================================== record_video
 def test_recorded_video_is_a_playable_file_with_the_episode_frames(tmp_path: Path) -> None:
     actor = BiasActor()
@@ -426,6 +467,39 @@ def test_record_video_names_the_render_modes_of_an_environment_without_rgb_array
     with pytest.raises(ValueError, match="render_mode='rgb_array'"):
         record_video(BiasActor(), PAINT_ID, tmp_path, render_mode="human")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_record_video_says_what_is_wrong_with_its_environment_arguments(tmp_path: Path) -> None:
+    # an environment object instead of its id
+    env = gym.make("CartPole-v1")
+    with pytest.raises(TypeError, match=r"gymnasium id \(str\).*got TimeLimit.*'CartPole-v1'"):
+        record_video(BiasActor(), env, tmp_path)  # type: ignore[arg-type]
+    env.close()
+    # a keyword the constructor does not take is named (not blamed on render_mode)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        record_video(BiasActor(), "CartPole-v1", tmp_path, colour="red")
+    # an action the environment refuses is caught before it reaches gymnasium
+    with pytest.raises(ValueError, match=r"discrete action 5; expected one in \[0, 1\]"):
+        record_video(ConstantAct(torch.tensor(5)), "CartPole-v1", tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_package_ids_hint_at_import_rl_mind_envs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # (importing rl_mind registers no environment: rl_mind.envs does)
+    monkeypatch.delitem(sys.modules, "rl_mind.envs", raising=False)
+    for make in (
+        lambda: VecEnv("rl_mind/Nothing-v0", 1),
+        lambda: record_video(BiasActor(), "rl_mind/Nothing-v0", tmp_path),
+    ):
+        with pytest.raises(
+            ValueError, match=r"unknown environment id.*registered by `import rl_mind.envs`"
+        ):
+            make()
+    with pytest.raises(ValueError, match="unknown environment id") as error:
+        VecEnv("CartPol-v1", 1)
+    assert "rl_mind.envs" not in str(error.value)
 
 
 def test_write_video_refuses_one_frame_given_as_the_video(tmp_path: Path) -> None:

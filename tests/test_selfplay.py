@@ -252,6 +252,23 @@ def test_play_matches_refuses_counts_that_are_not_positive_ints(name, value):
         play_matches("random", "random", **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        (lambda obs: torch.ones(len(obs)), r"dtype float32; expected integer"),
+        (lambda obs: torch.ones(1, dtype=torch.long), r"shape \[1\] for 12 observations"),
+        (lambda obs: torch.ones(len(obs), 1, dtype=torch.long), r"shape \[12, 1\] for 12"),
+    ],
+    ids=["floats", "one action", "a column"],
+)
+def test_play_matches_checks_what_a_policy_returns(policy, message):
+    # (written into the [2, M] actions, floats were truncated and one action broadcast to
+    # every match, without a word)
+    with pytest.raises(ValueError, match=f"play_matches: policy_b returned actions of {message}"):
+        play_matches("random", policy, 12, seed=0)
+    assert play_matches("random", lambda obs: torch.ones(len(obs), dtype=torch.int32), 4).matches
+
+
 def test_play_matches_with_a_seed_is_reproducible_and_leaves_torch_random_state_alone():
     drawn = []
 
@@ -302,7 +319,8 @@ def test_play_matches_plays_both_sides_equally():
         return torch.zeros(len(obs), dtype=torch.long)
 
     assert isinstance(FirstPlayerWins(2, None), TwoPlayerGame)
-    stats = play_matches(policy, lambda obs: torch.zeros(len(obs)), 10, game=FirstPlayerWins)
+    zeros = lambda obs: torch.zeros(len(obs), dtype=torch.long)  # noqa: E731
+    stats = play_matches(policy, zeros, 10, game=FirstPlayerWins)
     assert (stats.wins, stats.losses) == (5, 5)
     assert sorted(sides) == [0.0] * 5 + [1.0] * 5
     with pytest.raises(ValueError, match="no built-in policies"):

@@ -247,6 +247,26 @@ def _play_all(
     return MatchStats(wins, draws, losses)
 
 
+def _policy_actions(
+    act: Callable[[np.ndarray], np.ndarray], obs: np.ndarray, name: str
+) -> np.ndarray:
+    """``act(obs)``, checked: one integer action per observation (writing them into the
+    ``[2, M]`` actions would truncate floats and broadcast a single action to every match
+    without a word)."""
+    actions = np.asarray(act(obs))
+    if actions.shape != (len(obs),):
+        raise ValueError(
+            f"play_matches: {name} returned actions of shape {list(actions.shape)} for "
+            f"{len(obs)} observations; expected [{len(obs)}], one action per observation"
+        )
+    if actions.dtype.kind not in "iu":
+        raise ValueError(
+            f"play_matches: {name} returned actions of dtype {actions.dtype}; expected "
+            f"integer actions (torch.long)"
+        )
+    return actions
+
+
 def _play_batch(
     policy_a: Any,
     policy_b: Any,
@@ -266,8 +286,8 @@ def _play_batch(
     finished = np.zeros(m, dtype=bool)
     for _ in range(max_steps):
         actions = np.empty((2, m), dtype=np.int64)
-        actions[a_side, rows] = act_a(obs[a_side, rows])
-        actions[1 - a_side, rows] = act_b(obs[1 - a_side, rows])
+        actions[a_side, rows] = _policy_actions(act_a, obs[a_side, rows], "policy_a")
+        actions[1 - a_side, rows] = _policy_actions(act_b, obs[1 - a_side, rows], "policy_b")
         result = g.step(actions)
         ended = (np.asarray(result.terminated) | np.asarray(result.truncated)) & ~finished
         if ended.any():

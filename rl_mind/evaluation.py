@@ -584,6 +584,24 @@ def record_video(
 
 
 # ====================================================================== evaluator
+def _check_steps_and_actor(steps: Any, actor: Any, method: str) -> None:
+    """``Evaluator.run``'s arguments: a training step count (an int >= 0) and an actor."""
+    if isinstance(steps, nn.Module) and not isinstance(actor, nn.Module):
+        raise TypeError(
+            f"Evaluator.{method}(steps, actor): the arguments are swapped (got the actor "
+            f"first); call evaluator.{method}(steps, actor)"
+        )
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 0:
+        raise ValueError(
+            f"Evaluator.{method}: steps (the training steps so far) must be an int >= 0, "
+            f"got {steps!r}"
+        )
+    if not callable(actor):
+        raise TypeError(
+            f"Evaluator.{method}: expected an Actor to evaluate, got {type(actor).__name__}"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalResult:
     """One evaluation: the training ``step`` it was run at, ``rewards`` ``[B]`` (the return of
@@ -744,12 +762,14 @@ class Evaluator(Generic[ActionT]):
         with ``steps`` at or beyond the next multiple of ``every``. Returns the
         :class:`EvalResult` when it ran, else ``None``.
         """
+        _check_steps_and_actor(steps, actor, "run_if_needed")
         if steps < self._next_due:
             return None
         return self.run(steps, actor)
 
     def run(self, steps: int, actor: Actor[ActionT]) -> EvalResult:
         """Evaluate ``actor`` now: one deterministic episode per copy, logged at ``steps``."""
+        _check_steps_and_actor(steps, actor, "run")
         rewards, lengths = self._play(actor)
         mean = float(rewards.mean())
         is_best = self.best_reward is None or mean > self.best_reward

@@ -553,6 +553,23 @@ def test_evaluator_rejects_bad_arguments(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
+def test_evaluator_run_says_when_its_arguments_are_swapped() -> None:
+    # (the swapped call compared the actor with an int: "'<' not supported between ...")
+    with Evaluator(PAINT_ID, every=10, num_episodes=2) as evaluator:
+        for method in (evaluator.run_if_needed, evaluator.run):
+            name = method.__name__
+            with pytest.raises(
+                TypeError, match=rf"{name}\(steps, actor\): the arguments are swapped"
+            ):
+                method(BiasActor(), 0)  # type: ignore[arg-type]
+            with pytest.raises(ValueError, match=rf"{name}: steps .* must be an int >= 0, got -1"):
+                method(-1, BiasActor())
+            with pytest.raises(TypeError, match=rf"{name}: expected an Actor.*got str"):
+                method(0, "actor")  # type: ignore[arg-type]
+        assert evaluator.history == []
+        assert evaluator.run_if_needed(np.int64(0), BiasActor()) is not None
+
+
 def test_evaluator_names_the_expected_action_shape() -> None:
     with (
         Evaluator(PAINT_ID, every=10, num_episodes=4) as evaluator,

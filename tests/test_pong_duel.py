@@ -274,6 +274,13 @@ def test_opponent_sampler_picks_the_opponent_of_every_new_match():
     assert picks == [0, 1, 2, 3, 0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("sampler", ["random", 3])
+def test_an_opponent_sampler_that_is_not_a_function_is_refused_at_once(sampler):
+    # (it failed at reset: "'str' object is not callable")
+    with pytest.raises(TypeError, match=r"opponent_sampler must be a function env_index -> opp"):
+        PongDuelVectorEnv(2, opponent_sampler=sampler)
+
+
 def test_actor_opponent_uses_its_sampling_behaviour_under_no_grad():
     seen_grad = []
 

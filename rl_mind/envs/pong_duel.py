@@ -266,6 +266,14 @@ class PongDuelVectorEnv(VectorEnv):
             raise ValueError(
                 f"PongDuelVectorEnv: render_mode must be None or 'rgb_array', got {render_mode!r}"
             )
+        if opponent_sampler is not None and (
+            isinstance(opponent_sampler, str) or not callable(opponent_sampler)
+        ):
+            raise TypeError(
+                f"PongDuelVectorEnv: opponent_sampler must be a function env_index -> "
+                f"opponent, got {type(opponent_sampler).__name__}; to play one opponent, pass "
+                f"it as opponent=..."
+            )
         self.num_envs = int(num_envs)
         self.rules = _make_rules(
             rules, point_reward, max_steps if max_steps is not None else max_episode_steps

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rl_mind.core import Action, ActionT, Observation, TensorStruct
+from rl_mind.core import Action, ActionT, Observation, TensorStruct, _as_int
 from rl_mind.data import Episode, Rollout, Transitions
 from rl_mind.env import (
     _BOOL,
@@ -59,9 +59,12 @@ _grad_enabled = torch.is_grad_enabled
 _set_grad_enabled = torch._C._set_grad_enabled
 
 
-def _check_count(name: str, n: int) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+def _check_count(name: str, n: int) -> int:
+    """``n`` as an int, checked to be a positive one."""
+    count = _as_int(n)
+    if count is None or count <= 0:
         raise ValueError(f"collect: {name} must be a positive int, got {n!r}")
+    return count
 
 
 def _joined(items: list[Any], keep: np.ndarray | None = None, *, stacked: bool = False) -> Any:
@@ -578,8 +581,7 @@ class TransitionCollector(_Collector[ActionT]):
         """Run ``n_steps`` steps of every copy; returns the valid transitions (time-major)."""
         if n_steps == 1 and type(n_steps) is int:
             return self._collect_one()
-        _check_count("n_steps", n_steps)
-        return self._collect_many(n_steps)
+        return self._collect_many(_check_count("n_steps", n_steps))
 
     @_without_gc
     def _collect_many(self, n_steps: int) -> Transitions[ActionT]:
@@ -738,7 +740,7 @@ class RolloutCollector(_Collector[ActionT]):
     @_without_gc
     def collect(self, n_steps: int) -> Rollout[ActionT]:
         """Run ``n_steps`` steps of every copy; returns a ``[n_steps, B]`` rollout."""
-        _check_count("n_steps", n_steps)
+        n_steps = _check_count("n_steps", n_steps)
         recording = self._run(n_steps)
         recording.finish()
         self._stats.push(recording.reward.copy(), recording.terminated | recording.truncated, None)
@@ -765,13 +767,12 @@ class EpisodeCollector(_Collector[ActionT]):
 
     def __init__(self, env: VecEnv, actor: Policy[ActionT], max_steps: int = 100_000) -> None:
         super().__init__(env, actor)
-        _check_count("max_steps", max_steps)
-        self.max_steps = max_steps
+        self.max_steps = _check_count("max_steps", max_steps)
 
     @_without_gc
     def collect(self, n_episodes: int) -> list[Episode[ActionT]]:
         """Play until every copy finished ``ceil(n_episodes / B)`` episodes."""
-        _check_count("n_episodes", n_episodes)
+        n_episodes = _check_count("n_episodes", n_episodes)
         B = self.env.num_envs
         quota = math.ceil(n_episodes / B)
         self._stats.clear()

@@ -56,6 +56,16 @@ def unbatched(**kwargs: Any) -> Any:
     return dataclasses.field(metadata=metadata, **kwargs)
 
 
+def _as_int(value: Any) -> int | None:
+    """``value`` as an int when it is a whole-number type (an int or a numpy integer, such
+    as a count computed with numpy; not a bool), else None: for the checks of counts."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
 def _checked_device(device: Any, owner: str) -> torch.device:
     """``device`` (a ``torch.device``, a string such as ``"cuda:0"``, or None for the CPU)
     as a ``torch.device``, refused at once when it is malformed or absent from this machine.

@@ -28,6 +28,7 @@ from rl_mind.core import (
     ActionT,
     Observation,
     TensorStruct,
+    _as_int,
     _checked_device,
     _same_value,
     unbatched,
@@ -211,9 +212,10 @@ class ReplayBuffer(Generic[ActionT]):
     """
 
     def __init__(self, capacity: int, device: torch.device | str | None = None) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
+        count = _as_int(capacity)
+        if count is None or count <= 0:
             raise ValueError(f"ReplayBuffer capacity must be a positive int, got {capacity!r}")
-        self.capacity = capacity
+        self.capacity = count
         self.device = _checked_device(device, "ReplayBuffer")
         self._template: Transitions[ActionT] | None = None
         self._storage: list[Tensor] = []
@@ -406,8 +408,10 @@ class ReplayBuffer(Generic[ActionT]):
         self, batch_size: int, generator: torch.Generator | None = None
     ) -> Transitions[ActionT]:
         """``batch_size`` transitions drawn uniformly with replacement, on the buffer's device."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        size = _as_int(batch_size)
+        if size is None or size <= 0:
             raise ValueError(f"sample: batch_size must be a positive int, got {batch_size!r}")
+        batch_size = size
         if self._size == 0 or self._template is None:
             raise ValueError("sample: the replay buffer is empty; add transitions first")
         device = generator.device if generator is not None else self.device
@@ -476,8 +480,10 @@ def minibatches(
     with the same leading size (e.g. ``(batch, advantages, returns)``); each minibatch has the
     same structure.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+    size = _as_int(batch_size)
+    if size is None or size <= 0:
         raise ValueError(f"minibatches: batch_size must be a positive int, got {batch_size!r}")
+    batch_size = size
     items = data if isinstance(data, tuple) else (data,)
     if len(items) == 0:
         raise ValueError("minibatches: got an empty tuple, expected at least one tensor or struct")

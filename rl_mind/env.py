@@ -36,7 +36,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from torch import Tensor
 
-from rl_mind.core import Action, Observation, TensorStruct, _checked_device
+from rl_mind.core import Action, Observation, TensorStruct, _as_int, _checked_device
 
 __all__ = ["EnvStep", "VecEnv"]
 
@@ -364,8 +364,10 @@ class VecEnv:
         device: torch.device | str | None = None,
         **env_kwargs: Any,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
+        count = _as_int(num_envs)
+        if count is None or count <= 0:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        num_envs = count
         self._env_name = env_name
         self._num_envs = num_envs
         self._seed = seed

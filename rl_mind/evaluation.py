@@ -45,7 +45,7 @@ import torch
 from gymnasium import spaces
 from torch import Tensor, nn
 
-from rl_mind.core import ActionT, Actor, Observation, _checked_device
+from rl_mind.core import ActionT, Actor, Observation, _as_int, _checked_device
 from rl_mind.env import VecEnv, _Converter, _dict_struct_class, _env_spec
 from rl_mind.notebook import _headless_sdl, _safe_name, outputs_directory, video_display
 from rl_mind.rendering import _as_rgb_frame
@@ -551,8 +551,10 @@ def record_video(
     mode is restored afterwards. An environment without ``rgb_array`` rendering raises a
     ``ValueError`` naming the render modes it has.
     """
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
+    steps_cap = _as_int(max_steps)
+    if steps_cap is None or steps_cap < 0:
         raise ValueError(f"record_video: max_steps must be an int >= 0, got {max_steps!r}")
+    max_steps = steps_cap
     folder = Path(directory).expanduser().resolve()
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"record_video: {folder} is a file, expected a folder")
@@ -591,7 +593,8 @@ def _check_steps_and_actor(steps: Any, actor: Any, method: str) -> None:
             f"Evaluator.{method}(steps, actor): the arguments are swapped (got the actor "
             f"first); call evaluator.{method}(steps, actor)"
         )
-    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 0:
+    count = _as_int(steps)
+    if count is None or count < 0:
         raise ValueError(
             f"Evaluator.{method}: steps (the training steps so far) must be an int >= 0, "
             f"got {steps!r}"
@@ -678,12 +681,14 @@ class Evaluator(Generic[ActionT]):
         wrappers: Sequence[Wrapper] = (),
         **env_kwargs: Any,
     ) -> None:
-        if isinstance(every, bool) or not isinstance(every, int) or every <= 0:
+        every_count, steps_cap = _as_int(every), _as_int(max_steps)
+        if every_count is None or every_count <= 0:
             raise ValueError(
                 f"Evaluator: every must be a positive number of training steps, got {every!r}"
             )
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
+        if steps_cap is None or steps_cap <= 0:
             raise ValueError(f"Evaluator: max_steps must be a positive int, got {max_steps!r}")
+        every, max_steps = every_count, steps_cap
         if writer is not None and not callable(getattr(writer, "add_scalar", None)):
             # (else it fails at the first evaluation, after best_actor.pt is written)
             raise TypeError(

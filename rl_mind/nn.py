@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
+from rl_mind.core import _as_int
+
 __all__ = ["build_mlp", "soft_update"]
 
 ActivationFactory = Callable[[], nn.Module]
@@ -50,9 +52,10 @@ def build_mlp(
     sizes = list(sizes)
     if len(sizes) < 2:
         raise ValueError(f"build_mlp needs at least an input and an output size, got sizes={sizes}")
-    for size in sizes:
-        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-            raise ValueError(f"build_mlp: every size must be a positive int, got sizes={sizes}")
+    counts = [_as_int(size) for size in sizes]
+    if any(count is None or count <= 0 for count in counts):
+        raise ValueError(f"build_mlp: every size must be a positive int, got sizes={sizes}")
+    sizes = [count for count in counts if count is not None]
     layers: list[nn.Module] = []
     for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
         layers.append(nn.Linear(n_in, n_out))

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rl_mind.core import _as_int
 from rl_mind.notebook import _headless_sdl
 
 __all__ = ["FrameViewer"]
@@ -163,8 +164,10 @@ class FrameViewer:
         trim: Literal["thin", "oldest"] = "thin",
         width: int | None = None,
     ) -> None:
-        if isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 2:
+        frames_cap = _as_int(max_frames)
+        if frames_cap is None or frames_cap < 2:
             raise ValueError(f"FrameViewer: max_frames must be an int >= 2, got {max_frames!r}")
+        max_frames = frames_cap
         if trim not in ("thin", "oldest"):
             raise ValueError(f"FrameViewer: trim must be 'thin' or 'oldest', got {trim!r}")
         self.max_frames = max_frames

@@ -479,3 +479,58 @@ def test_cat_compares_unbatched_struct_fields_by_content():
                 Outer(torch.ones(2), Inner(torch.ones(3))),
             ]
         )
+
+
+class Left(Actor[Action]):
+    def forward(self, obs: Tensor) -> Action:  # type: ignore[override]
+        return Action(torch.zeros(len(obs), dtype=torch.long))
+
+
+def test_counts_computed_with_numpy_are_taken_as_ints(tmp_path) -> None:
+    # (a numpy integer such as np.int64(8) was refused as "not a positive int"; it is stored
+    # as a plain int, so that nothing downstream, .steps included, turns into numpy)
+    import numpy as np
+
+    from rl_mind import (
+        EpisodeCollector,
+        Evaluator,
+        FrameViewer,
+        OpponentPool,
+        ReplayBuffer,
+        TransitionCollector,
+        Transitions,
+        VecEnv,
+        build_mlp,
+        minibatches,
+        record_video,
+    )
+
+    n = np.int64
+    buffer = ReplayBuffer[Action](n(8))
+    assert type(buffer.capacity) is int
+    data = Transitions(
+        torch.zeros(4, 2), Action(torch.zeros(4, dtype=torch.long)), torch.zeros(4),
+        torch.zeros(4, 2), torch.zeros(4, dtype=torch.bool),
+    )  # fmt: skip
+    buffer.add(data)
+    assert len(buffer.sample(n(3))) == 3
+    assert [len(batch) for batch in minibatches(data, n(2))] == [2, 2]
+    with VecEnv("CartPole-v1", n(2), seed=0) as env:
+        assert type(env.num_envs) is int and env.num_envs == 2
+        collector = TransitionCollector(env, Left())
+        collector.collect(n(3))
+        assert type(collector.steps) is int
+        episodes = EpisodeCollector(env, Left(), max_steps=n(500)).collect(n(2))
+        assert len(episodes) == 2
+    assert build_mlp([n(4), n(8), 2])[0].out_features == 8
+    with Evaluator("CartPole-v1", every=n(10), max_steps=n(20), num_episodes=n(2)) as evaluator:
+        assert type(evaluator.every) is int
+    assert type(FrameViewer(n(5)).max_frames) is int
+    assert OpponentPool(capacity=n(3)).capacity == 3
+    assert record_video(Left(), "CartPole-v1", tmp_path, max_steps=n(2)).is_file()
+    # a bool is still not a count
+    for make in (lambda: ReplayBuffer(True), lambda: VecEnv("CartPole-v1", np.bool_(True))):
+        with pytest.raises(ValueError, match="must be a positive int"):
+            make()
+    with pytest.raises(ValueError, match="capacity must be an int >= 1"):
+        OpponentPool(capacity=True)

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from torch import nn
 
+from rl_mind.core import _as_int
+
 __all__ = ["SAMPLING_STRATEGIES", "OpponentPool", "Snapshot"]
 
 SAMPLING_STRATEGIES = ("latest", "uniform", "pfsp")
@@ -106,10 +108,12 @@ class OpponentPool:
         decay: float = 1.0,
         seed: int | None = None,
     ) -> None:
-        if not isinstance(capacity, int) or capacity < (2 if keep_first else 1):
+        count = _as_int(capacity)
+        if count is None or count < (2 if keep_first else 1):
             raise ValueError(
                 f"OpponentPool: capacity must be an int >= {2 if keep_first else 1}, got {capacity!r}"
             )
+        capacity = count
         if eviction not in ("oldest", "weakest"):
             raise ValueError(
                 f"OpponentPool: eviction must be 'oldest' or 'weakest', got {eviction!r}"

@@ -143,6 +143,23 @@ def test_gae_bootstraps_a_truncation_but_not_a_termination() -> None:
     assert adv[0, 0].item() == pytest.approx(0.5 * 10.0 + 0.5 * 1.0 * adv[1, 0].item())
 
 
+def test_gae_refuses_flags_that_are_not_bool_and_network_input_numpy() -> None:
+    # (~ of 0/1 long flags is -1/-2: the advantages came out silently wrong)
+    reward = value = next_value = torch.zeros(3, 2)
+    flags = torch.zeros(3, 2, dtype=torch.bool)
+    for bad, message in (
+        (torch.zeros(3, 2, dtype=torch.long), r"terminated must be a bool tensor.*torch.int64"),
+        (torch.zeros(3, 2), r"terminated must be a bool tensor.*torch.float32"),
+        (torch.zeros(3, dtype=torch.bool), r"terminated has shape \[3\], expected .* \[3, 2\]"),
+    ):
+        with pytest.raises((TypeError, ValueError), match=message):
+            gae_advantages(reward, value, next_value, bad, flags, gamma=0.9, gae_lambda=0.9)
+    with pytest.raises(TypeError, match="truncated must be a bool tensor"):
+        gae_advantages(reward, value, next_value, flags, flags.long(), gamma=0.9, gae_lambda=0.9)
+    with pytest.raises(TypeError, match=r"network_input: expected a tensor.*ndarray.*as_tensor"):
+        network_input(np.zeros((2, 10), np.float32))  # type: ignore[arg-type]
+
+
 def test_mirror_observation_is_the_other_players_view_of_the_same_state() -> None:
     from rl_mind.envs import PongDuelGame
 

@@ -344,6 +344,11 @@ def network_input(obs: Tensor, forecast: bool = True) -> Tensor:
     it), 4× faster than the same ~20 small torch ops at the batch sizes of self-play
     (18 against 71 µs for ``[128, 10]``); the result comes back on ``obs``'s device.
     """
+    if not isinstance(obs, Tensor):
+        raise TypeError(
+            f"network_input: expected a tensor of observations, got {type(obs).__name__} "
+            f"(convert with torch.as_tensor(obs))"
+        )
     if not forecast:
         return obs
     shape = obs.shape
@@ -464,6 +469,19 @@ def gae_advantages(
     recursion stops at every end of a match, terminated or truncated, so nothing flows
     from one match into the next.
     """
+    for name, flags in (("terminated", terminated), ("truncated", truncated)):
+        # (~ of 0/1 integer flags is -1/-2: the advantages would be silently wrong)
+        if not isinstance(flags, Tensor) or flags.dtype != torch.bool:
+            what = flags.dtype if isinstance(flags, Tensor) else type(flags).__name__
+            raise TypeError(
+                f"gae_advantages: {name} must be a bool tensor (as a Rollout holds it), got "
+                f"{what}; use flags.bool()"
+            )
+        if flags.shape != reward.shape:
+            raise ValueError(
+                f"gae_advantages: {name} has shape {list(flags.shape)}, expected the "
+                f"rewards' {list(reward.shape)} ([T, B])"
+            )
     not_terminal = (~terminated).float()
     continues = (~(terminated | truncated)).float()
     delta = reward + gamma * not_terminal * next_value - value

@@ -648,12 +648,14 @@ class TransitionCollector(_Collector[ActionT]):
             action = _take_rows(self._last_action, np.empty(0, np.intp))
         next_np, reward_np, terminated_np, truncated_np, final = env._step_arrays(action, keep)
         self._obs_np = next_np
-        ended: np.ndarray = env._ended()  # type: ignore[assignment]  # (never None after a step)
+        ended = terminated_np | truncated_np  # (VecEnv._ended, without the calls)
+        env._last_done = ended
         # the numpy work first, then the tensors: each kind of call runs while its code is
         # in the processor's cache (the actor's and the environment's code evict it; each
         # call saved counts, as this runs at every step of an off-policy loop). Plain
         # observations (one array that torch.from_numpy converts as it is) skip the
-        # converter's calls: measured 1% of a CartPole step with 8 and 64 copies
+        # converter's calls (measured, with the two lines above: 0.6% of a CartPole step
+        # with 8 copies, the actor included)
         plain = type(next_np) is np.ndarray and next_np.dtype is convert.plain_dtype
         if keep is not None:  # (next-step mode: no final observations to put back)
             reward, terminated = reward_np.take(keep), terminated_np.take(keep)
@@ -676,8 +678,9 @@ class TransitionCollector(_Collector[ActionT]):
                 _take_rows_np(next_np, next_keep) if plain else convert.take(next_np, next_keep)
             )
         fresh = torch.from_numpy if plain else convert.fresh
-        if next_rows is None:
-            next_obs = self._obs = convert(next_np)
+        if next_rows is None:  # (the converter's copy check, written out when plain)
+            full_plain = plain and next_np.flags.writeable
+            next_obs = self._obs = torch.from_numpy(next_np) if full_plain else convert(next_np)
         else:
             next_obs = fresh(next_rows)
             self._obs = None  # (converted when needed)

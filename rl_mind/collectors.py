@@ -492,6 +492,7 @@ class _Collector(Generic[ActionT]):
         return self._stats.read()[1]
 
     def _reset(self) -> Observation:
+        self._ready = None
         self._obs_np = self.env._reset_arrays()
         self._obs = self.env._convert(self._obs_np)
         return self._obs
@@ -508,6 +509,7 @@ class _Collector(Generic[ActionT]):
         None; call its ``finish`` after the last step). Per step: the actor, the
         environment and a few list appends, nothing else."""
         env = self.env
+        self._ready = None  # (collect(1)'s prepared input goes stale with the first step)
         if self._obs_np is None:
             self._reset()
         obs = self._obs if self._obs is not None else env._convert(self._obs_np)
@@ -625,6 +627,7 @@ class TransitionCollector(_Collector[ActionT]):
         the other copies only, so that nothing is computed to be dropped."""
         env = self.env
         ready = self._ready
+        # (collect(n) and resets drop it; the check of its source is a second guard)
         if ready is None or ready[0] is not self._obs_np:
             ready = self._ready_one()
         _, keep, valid, obs = ready

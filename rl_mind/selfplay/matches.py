@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from rl_mind.core import _as_int
+
 __all__ = [
     "GameFactory",
     "MatchStats",
@@ -210,8 +212,10 @@ def play_matches(
         ("batch_size", batch_size),
         ("max_steps", max_steps),
     ):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        count = _as_int(value)
+        if count is None or count < 1:
             raise ValueError(f"play_matches: {name} must be a positive int, got {value!r}")
+    n_matches, batch_size, max_steps = int(n_matches), int(batch_size), int(max_steps)
     factory = game if game is not None else _pong_duel
     if seed is None:
         return _play_all(policy_a, policy_b, n_matches, factory, None, batch_size, max_steps)

@@ -188,7 +188,7 @@ class OpponentPool:
                 f"OpponentPool.record: expected a snapshot id (an int), got the Snapshot "
                 f"itself; pass snapshot.id ({snapshot_id.id})"
             )
-        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int | np.integer):
+        if _as_int(snapshot_id) is None:
             raise TypeError(
                 f"OpponentPool.record: expected a snapshot id (an int, Snapshot.id), got "
                 f"{type(snapshot_id).__name__}"

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from rl_mind.core import _as_int
+
 __all__ = [
     "EloTable",
     "Leaderboard",
@@ -273,7 +275,7 @@ def bradley_terry(
             )
         anchor_index = names.index(anchor)
     else:
-        if isinstance(anchor, bool) or not isinstance(anchor, int | np.integer):
+        if _as_int(anchor) is None:
             raise TypeError(
                 f"bradley_terry: anchor must be a player's name or index, got "
                 f"{type(anchor).__name__}"

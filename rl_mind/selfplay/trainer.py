@@ -58,7 +58,7 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from rl_mind.collectors import RolloutCollector
-from rl_mind.core import Actor, Observation, StochasticAction, _checked_device
+from rl_mind.core import Actor, Observation, StochasticAction, _as_int, _checked_device
 from rl_mind.data import minibatches
 from rl_mind.env import VecEnv
 from rl_mind.envs.pong_game import PongDuelRules
@@ -148,7 +148,7 @@ class SelfPlayConfig:
             )
 
         def is_int(value: Any) -> bool:
-            return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+            return _as_int(value) is not None
 
         def is_number(value: Any) -> bool:
             return (is_int(value) or isinstance(value, float | np.floating)) and math.isfinite(

@@ -31,6 +31,7 @@ import gc
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
@@ -90,6 +91,25 @@ def _joined(items: list[Any], keep: np.ndarray | None = None, *, stacked: bool =
             f"is a step); the actor must return the same kind of Action, with the same "
             f"shapes, at every step"
         ) from None
+
+
+_TENSOR_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _tensor_field_names(struct_type: type[TensorStruct]) -> tuple[str, ...] | None:
+    """The field names of a struct type none of whose fields is marked unbatched (cached
+    per type), or None."""
+    try:
+        return _TENSOR_FIELDS[struct_type]
+    except KeyError:
+        fields = struct_type._fields()
+        names = (
+            tuple(name for name, _ in fields)
+            if all(batched for _, batched in fields) and fields
+            else None
+        )
+        _TENSOR_FIELDS[struct_type] = names
+        return names
 
 
 CollectT = TypeVar("CollectT", bound=Callable[..., Any])
@@ -193,7 +213,8 @@ class _EpisodeStats:
 
     def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
         """Queue one call's ``[B]`` or ``[T, B]`` rewards, ends, and counted steps (real
-        steps, not reset rows; None: all). Nothing else: it runs at every ``collect(1)``."""
+        steps, not reset rows; None: all), each possibly flat (``[T*B]``). Nothing else:
+        it runs at every ``collect(1)``."""
         queue = self.queue
         queue.append((reward, done, counted))
         self.queued_size += reward.size
@@ -581,14 +602,32 @@ class TransitionCollector(_Collector[ActionT]):
 
     def collect(self, n_steps: int) -> Transitions[ActionT]:
         """Run ``n_steps`` steps of every copy; returns the valid transitions (time-major)."""
-        if n_steps == 1 and type(n_steps) is int:
-            return self._collect_one()
-        return self._collect_many(_check_count("n_steps", n_steps))
+        if type(n_steps) is int and n_steps > 0:
+            if n_steps == 1:
+                return self._collect_one()
+        else:
+            n_steps = _check_count("n_steps", n_steps)
+        # (the pause of the garbage collector written out, not through _without_gc: each
+        # call of a helper counts here, see _plain_rows)
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            recording = self._run(n_steps)
+            first_obs = recording.obs_steps[0]
+            if (
+                type(first_obs) is np.ndarray
+                and first_obs.dtype is self.env._convert.plain_dtype
+                and not self.env._same_step_reset
+            ):
+                return self._plain_rows(recording)
+            return self._rows(recording)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
 
-    @_without_gc
-    def _collect_many(self, n_steps: int) -> Transitions[ActionT]:
+    def _rows(self, recording: _Recording) -> Transitions[ActionT]:
+        """The transitions of a finished ``collect(n)``'s steps."""
         env = self.env
-        recording = self._run(n_steps)
         recording.finish()
         n = recording.length
         reward, terminated = recording.reward, recording.terminated
@@ -615,6 +654,63 @@ class TransitionCollector(_Collector[ActionT]):
             _tensor(_flat_rows(reward, n, keep), _FLOAT32, device),
             convert(_tree_map(lambda a: _flat_rows(a, n, next_rows), next_obs)),
             _tensor(_flat_rows(terminated, n, keep), _BOOL, device),
+        )
+
+    def _plain_rows(self, recording: _Recording) -> Transitions[ActionT]:
+        """:meth:`_rows` written out for its usual case: plain observations (one array
+        that ``torch.from_numpy`` converts as it is), in next-step mode. The same
+        transitions, in fewer numpy calls and without the helpers' calls: this runs right
+        after the actor's last step, when little of the code it touches is in the
+        processor's caches, and costs by the code it touches more than by the data (at 64
+        copies and 8 steps a call, this made the whole call, the actor's steps included,
+        about 1% faster)."""
+        num_envs = self.env._num_envs
+        # the [(T + 1) * B, ...] observations in time-major rows, [T, B] rewards and flags
+        obs = np.concatenate(recording.obs_steps)
+        reward = np.array(recording.reward_steps)
+        terminated = np.asarray(recording.terminated_steps, np.bool_)
+        done = terminated | np.asarray(recording.truncated_steps, np.bool_)
+        # the transitions are the flat rows that do not follow an end (the auto-resets);
+        # the copies that ended before this call reset at its first step
+        first = recording.first_reset
+        ended = np.zeros(num_envs, np.bool_) if first is None else first
+        valid = np.logical_not(np.concatenate((ended, done[:-1]), axis=None))  # [T*B]
+        keep = valid.nonzero()[0]
+        # (the taken rows are copies: the stats may keep the recording's rewards; they
+        # take the counted steps flat)
+        self._stats.push(reward, done, valid)
+        # the actions first: they are the actor's, and may not join (then nothing is
+        # returned nor counted in .steps, but the episodes went on: the stats have them).
+        # The usual ones (one struct type, every field a [B] CPU tensor) are joined field
+        # by field here; anything else by _joined, which checks each item
+        actions = recording.actions
+        action_type = type(actions[0])
+        names = _TENSOR_FIELDS.get(action_type) or _tensor_field_names(action_type)
+        action: Any = None
+        if names is not None and len(set(map(type, actions))) == 1:
+            try:
+                action = action_type._trusted(
+                    *[
+                        torch.from_numpy(
+                            torch.cat(list(map(attrgetter(name), actions))).numpy().take(keep, 0)
+                        )
+                        for name in names
+                    ]
+                )
+            except (RuntimeError, TypeError):  # (on a GPU, with gradients, not joining)
+                action = None
+        if action is None:
+            action = _joined(actions, keep)
+        self.steps += len(keep)
+        reward = reward.take(keep)  # (take without an axis: from the flattened array)
+        if reward.dtype is not _FLOAT32:
+            reward = reward.astype(np.float32)
+        return Transitions._trusted(
+            torch.from_numpy(obs.take(keep, 0)),
+            action,
+            torch.from_numpy(reward),
+            torch.from_numpy(obs.take(keep + num_envs, 0)),  # the successors: B rows on
+            torch.from_numpy(terminated.take(keep)),
         )
 
     def _collect_one(self) -> Transitions[ActionT]:

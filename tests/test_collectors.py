@@ -155,6 +155,50 @@ def test_transition_collector_invariants_async(obs_kind, same_step_reset):
         run_transition_collector(env)
 
 
+class CounterLogProbActor(Actor[StochasticAction]):
+    """``CounterActor``'s actions with a log-probability (a two-field action)."""
+
+    def forward(self, obs: Tensor) -> StochasticAction:
+        action = policy_action(decode(obs))
+        return StochasticAction(action, -action.float() / 8)
+
+
+def all_tensors(data: Any) -> list[Tensor]:
+    """The tensors of a struct, depth first, unbatched fields included."""
+    if isinstance(data, Tensor):
+        return [data]
+    return [t for field in dataclasses.fields(data) for t in all_tensors(getattr(data, field.name))]
+
+
+@pytest.mark.parametrize("obs_kind", ["box", "discrete"])
+@pytest.mark.parametrize("actor_type", ["action", "stochastic", "unbatched field"])
+def test_collect_n_written_out_path_matches_the_general_one(obs_kind, actor_type):
+    # collect(n) of plain observations in next-step mode takes a written-out path
+    # (_plain_rows); on twin environments, the general one (_rows) must give the same
+    # transitions (values and dtypes), the same statistics and the same count
+    make = {
+        "action": CounterActor,
+        "stochastic": CounterLogProbActor,
+        "unbatched field": ScaledActor,
+    }
+    with counter(3, obs_kind, False) as env, counter(3, obs_kind, False) as twin:
+        written_out = TransitionCollector(env, make[actor_type]())
+        general = TransitionCollector(twin, make[actor_type]())
+        taken = []
+        plain_rows = written_out._plain_rows
+        written_out._plain_rows = lambda recording: taken.append(1) or plain_rows(recording)  # type: ignore[method-assign]
+        for n in [4, 7, 2, 5, 3]:
+            fast = written_out.collect(n)
+            slow = general._rows(general._run(n))
+            assert type(fast.action) is type(slow.action)
+            for a, b in zip(all_tensors(fast), all_tensors(slow), strict=True):
+                assert a.dtype == b.dtype and torch.equal(a, b)
+            assert torch.equal(written_out.episode_returns, general.episode_returns)
+            assert torch.equal(written_out.episode_lengths, general.episode_lengths)
+            assert written_out.steps == general.steps
+        assert len(taken) == 5
+
+
 def test_transition_collector_on_native_cartpole_drops_the_reset_rows():
     with VecEnv("CartPole-v1", 4, seed=0) as env:
         assert env.vectorization_mode == "vector_entry_point"

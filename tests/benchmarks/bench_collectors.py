@@ -1,6 +1,6 @@
 """Collector and replay-buffer throughput against hand-written baselines, in one run.
 
-Run: ``python tests/benchmarks/bench_collectors.py [--rounds 15] [--seconds 0.5] [--slices 5]``
+Run: ``python tests/benchmarks/bench_collectors.py [--budget 90] [--turn 0] [--rounds 15]``
 
 Collectors (CartPole-v1, ``num_envs`` 1, 8, 64, the same 2×64 tanh actor that samples an
 action and its log-probability, torch at 1 thread): env steps/s of a hand-written loop over
@@ -12,16 +12,23 @@ baseline) and of each collector, also of ``collect(1)`` followed by a read of
 buffer Stable-Baselines3 uses: its bare writes, and the whole work of Stable-Baselines3's
 ``add``, copies included) for the single-transition ``add``.
 
-The machine is shared and noisy: contestants are timed in interleaved rounds, each round
-cut into short turns taken in a new random order (so that all contestants see the same
-moments of the machine and none always runs right after the baseline), and the report
-gives the median of the per-round ratios. A control contestant, a second copy
+The machine is shared and noisy: contestants are timed in interleaved rounds, and the
+report gives the median of the per-round ratios to the baseline, with a 95% confidence
+interval of that median. In a round every contestant takes one turn, in a new random
+order (so that all of them see the same moments of the machine and none always runs
+right after the baseline). A turn is one call of a chunk of work (``collect(n)``, or ``n``
+calls of ``collect(1)``, or ``n`` steps of the baseline loop) by default: as in a training
+loop, where the learning step between two collects has the caches to itself, and many
+short rounds give a precise median. ``--turn SECONDS`` makes each turn repeat the calls
+for that long instead: back-to-back calls, with the caches warm from the contestant's own
+previous call (the ratios then read about 1% lower). A control contestant, a second copy
 of the baseline loop, shows what ratio "as fast as the baseline" measures as.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import time
@@ -58,13 +65,26 @@ class MLPActor(Actor[StochasticAction]):
 
 
 def timed_steps(run: Callable[[], int], seconds: float) -> tuple[int, float]:
-    """Call ``run`` (which returns env steps done) until ``seconds`` have passed; returns
-    the steps and the seconds taken."""
+    """Call ``run`` (which returns env steps done) once, and again until ``seconds`` have
+    passed; returns the steps and the seconds taken."""
     steps = 0
     start = time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds:
+    while True:
         steps += run()
-    return steps, elapsed
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return steps, elapsed
+
+
+def median_interval(values: list[float]) -> tuple[float, float, float]:
+    """The median of ``values`` and a distribution-free 95% confidence interval of it (the
+    order statistics whose ranks are n/2 ∓ 1.96·√n/2)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    half_width = 1.96 * math.sqrt(n) / 2
+    low = max(0, math.floor(n / 2 - half_width))
+    high = min(n - 1, math.ceil(n / 2 + half_width) - 1)
+    return statistics.median(ordered), ordered[low], ordered[high]
 
 
 def baseline_loop(num_envs: int, same_step: bool, actor: MLPActor, chunk: int) -> Callable[[], int]:
@@ -144,10 +164,14 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
     }
 
 
-def bench_collectors(rounds: int, seconds: float, slices: int) -> None:
+def bench_collectors(budget: float, turn: float, min_rounds: int) -> None:
     actor = MLPActor()
     rng = random.Random(0)
-    print("== collectors: CartPole-v1, env steps/s (median over rounds), ratio to baseline")
+    mode = "one call" if turn == 0 else f"{turn:g} s"
+    print(
+        f"== collectors: CartPole-v1, env steps/s (median over rounds), ratio to baseline "
+        f"[95% confidence interval of the median]; turns of {mode}"
+    )
     for num_envs in (1, 8, 64):
         chunk = max(8, 512 // num_envs)
         base_next = baseline_loop(num_envs, False, actor, chunk)
@@ -165,30 +189,31 @@ def bench_collectors(rounds: int, seconds: float, slices: int) -> None:
         rates: dict[str, list[float]] = {name: [] for name in ["next", "same", *runs]}
         ratios: dict[str, list[float]] = {name: [] for name in runs}
         contestants = {"next": base_next, "same": base_same, **runs}
-        for _ in range(rounds):
-            # each contestant's time in the round is cut into slices, taken in turns (in a
-            # new order each turn): all of them see the same moments of the shared machine
-            steps = dict.fromkeys(contestants, 0)
-            elapsed = dict.fromkeys(contestants, 0.0)
-            for _ in range(slices):
-                order = list(contestants)
-                rng.shuffle(order)
-                for name in order:
-                    done, took = timed_steps(contestants[name], seconds / slices)
-                    steps[name] += done
-                    elapsed[name] += took
-            this_round = {name: steps[name] / elapsed[name] for name in contestants}
+        for run in contestants.values():  # warm up: first calls, first allocations
+            timed_steps(run, 0.0)
+        # rounds until the budget is spent (at least min_rounds)
+        start = time.perf_counter()
+        while len(ratios["control: baseline loop again"]) < min_rounds or (
+            time.perf_counter() - start < budget
+        ):
+            order = list(contestants)
+            rng.shuffle(order)
+            this_round = {}
+            for name in order:
+                done, took = timed_steps(contestants[name], turn)
+                this_round[name] = done / took
             for name, rate in this_round.items():
                 rates[name].append(rate)
             for name in runs:
                 ratios[name].append(this_round[name] / this_round[baseline_of[name]])
-        print(f"-- num_envs={num_envs}")
+        print(f"-- num_envs={num_envs}: {len(ratios['control: baseline loop again'])} rounds")
         print(f"   baseline make_vec next-step : {statistics.median(rates['next']):>10,.0f}")
         print(f"   baseline make_vec same-step : {statistics.median(rates['same']):>10,.0f}")
         for name in runs:
+            median, low, high = median_interval(ratios[name])
             print(
                 f"   {name:<31}: {statistics.median(rates[name]):>10,.0f}   "
-                f"ratio {statistics.median(ratios[name]):.3f} "
+                f"ratio {median:.3f} [{low:.3f}, {high:.3f}] "
                 f"(rounds {min(ratios[name]):.2f}-{max(ratios[name]):.2f})"
             )
 
@@ -369,16 +394,24 @@ def bench_replay_buffer(rounds: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--budget", type=float, default=90.0, help="seconds of collector rounds per num_envs"
+    )
+    parser.add_argument("--min-rounds", type=int, default=20, help="collector rounds at least")
+    parser.add_argument(
+        "--turn",
+        type=float,
+        default=0.0,
+        help="seconds of back-to-back calls per collector turn (0: one call)",
+    )
     # (on a shared machine one round's ratio spreads over ±10%, and medians of 5-9 rounds
     # of the same code differed by up to 0.08 from run to run: take more)
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--seconds", type=float, default=0.5, help="per contestant and round")
-    parser.add_argument("--slices", type=int, default=5, help="turns per round")
+    parser.add_argument("--rounds", type=int, default=15, help="replay-buffer rounds")
     parser.add_argument("--only", choices=["collectors", "buffer"], default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.only in (None, "collectors"):
-        bench_collectors(args.rounds, args.seconds, args.slices)
+        bench_collectors(args.budget, args.turn, args.min_rounds)
     if args.only in (None, "buffer"):
         bench_replay_buffer(args.rounds)
 

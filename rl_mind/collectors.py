@@ -665,8 +665,13 @@ class TransitionCollector(_Collector[ActionT]):
         copies and 8 steps a call, this made the whole call, the actor's steps included,
         about 1% faster)."""
         num_envs = self.env._num_envs
-        # the [(T + 1) * B, ...] observations in time-major rows, [T, B] rewards and flags
-        obs = np.concatenate(recording.obs_steps)
+        # the [(T + 1) * B, ...] observations in time-major rows (row-major: a take of rows
+        # from a column-major array, as CartPole's, would first copy all of it), [T, B]
+        # rewards and flags
+        obs = np.array(recording.obs_steps)
+        if obs.dtype is not self.env._convert.plain_dtype:  # (the first step's was)
+            return self._rows(recording)
+        obs = obs.reshape(-1, *obs.shape[2:])
         reward = np.array(recording.reward_steps)
         terminated = np.asarray(recording.terminated_steps, np.bool_)
         done = terminated | np.asarray(recording.truncated_steps, np.bool_)

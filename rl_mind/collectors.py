@@ -690,6 +690,7 @@ class TransitionCollector(_Collector[ActionT]):
         # by field here; anything else by _joined, which checks each item
         actions = recording.actions
         action_type = type(actions[0])
+        # (the cache read first without a call: a call counts here)
         names = _TENSOR_FIELDS.get(action_type) or _tensor_field_names(action_type)
         action: Any = None
         if names is not None and len(set(map(type, actions))) == 1:

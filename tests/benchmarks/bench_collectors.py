@@ -21,7 +21,7 @@ calls of ``collect(1)``, or ``n`` steps of the baseline loop) by default: as in 
 loop, where the learning step between two collects has the caches to itself, and many
 short rounds give a precise median. ``--turn SECONDS`` makes each turn repeat the calls
 for that long instead: back-to-back calls, with the caches warm from the contestant's own
-previous call (the ratios then read about 1% lower). A control contestant, a second copy
+previous call (fewer, longer rounds: wider intervals). A control contestant, a second copy
 of the baseline loop, shows what ratio "as fast as the baseline" measures as.
 """
 

@@ -897,3 +897,33 @@ def test_an_actor_on_a_gpu_with_the_environment_on_the_cpu(same_step_reset):
             assert episode.action.value.is_cuda
             assert torch.equal(episode.action.value.cpu(), policy_action(decode(episode.obs)))
     assert actor.devices == {"cuda"}
+
+
+@pytest.mark.parametrize("num_envs", [1, 8, 64])
+def test_the_benchmarks_inline_reference_does_what_collect_one_does(num_envs):
+    # bench_collectors compares collect(1) with its work written inline: that loop must
+    # give the same transitions (the actor sampling, with the same draws)
+    from tests.benchmarks.bench_collectors import MLPActor, inline_loop
+
+    torch.manual_seed(1)
+    actor = MLPActor()
+    _run, step = inline_loop(num_envs, actor, 1)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        expected = [step() for _ in range(120)]
+    collector = TransitionCollector(VecEnv("CartPole-v1", num_envs, seed=0), actor)
+    torch.manual_seed(0)
+    dropped = 0
+    for obs, action, reward, next_obs, terminated in expected:
+        batch = collector.collect(1)
+        assert torch.equal(batch.obs, obs)
+        assert torch.equal(batch.next_obs, next_obs)
+        assert torch.equal(batch.reward, reward)
+        assert torch.equal(batch.terminated, terminated)
+        if action is None:  # every copy reset: no transitions
+            assert len(batch) == 0
+        else:
+            assert torch.equal(batch.action.value, action.value)
+            assert torch.equal(batch.action.log_prob, action.log_prob)
+        dropped += num_envs - len(batch)
+    assert dropped > 0  # (reset rows were met)

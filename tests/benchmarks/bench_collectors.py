@@ -23,6 +23,13 @@ short rounds give a precise median. ``--turn SECONDS`` makes each turn repeat th
 for that long instead: back-to-back calls, with the caches warm from the contestant's own
 previous call (fewer, longer rounds: wider intervals). A control contestant, a second copy
 of the baseline loop, shows what ratio "as fast as the baseline" measures as.
+
+A reference contestant does ``collect(1)``'s work at every step written inline in one
+loop, without the package (checked to give the same transitions): the actor acting for
+the copies that do not reset only, the action check, the reset rows dropped, the rewards
+and ends queued for the episode statistics. It shows what that work costs by itself
+against the baseline, which records nothing, and the report gives ``collect(1)``'s ratio to
+it: the cost of the package's calls.
 """
 
 from __future__ import annotations
@@ -107,6 +114,82 @@ def baseline_loop(num_envs: int, same_step: bool, actor: MLPActor, chunk: int) -
     return run
 
 
+INLINE = "collect(1)'s work inline"
+
+
+def inline_loop(num_envs: int, actor: Callable[[torch.Tensor], StochasticAction], chunk: int):  # type: ignore[no-untyped-def]
+    """collect(1)'s work at every step, written inline in one loop over
+    ``gymnasium.make_vec`` without the package (the reference: what a step of collect(1)
+    costs with none of its calls): the actor acts for the copies that do not reset at
+    this step only, the actions are checked (a set lookup each) and the resetting copies
+    get one, the transitions drop the reset rows, and the rewards and ends are queued for
+    the episode statistics. Returns ``run() -> env steps`` and ``step() -> (obs, action,
+    reward, next_obs, terminated)`` (one step, for checking it against collect(1))."""
+    env = gym.make_vec("CartPole-v1", num_envs)
+    valid_actions = frozenset(range(2))
+    filler = np.zeros(num_envs, np.int64)  # (the actions of the copies that reset)
+    int64 = np.dtype(np.int64)
+    next_np = env.reset(seed=0)[0]
+    # keep: the copies that do not reset at the next step (None: all of them), valid their
+    # mask; obs: the actor's input, their observations
+    state = {"obs": torch.from_numpy(next_np), "keep": None, "valid": None}
+    queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+
+    def step():  # type: ignore[no-untyped-def]
+        obs, keep, valid = state["obs"], state["keep"], state["valid"]
+        rows = num_envs if keep is None else len(keep)
+        action = None
+        array = filler
+        if rows:  # (none when every copy resets)
+            action = actor(obs)
+            array = action.value.numpy()
+            if not (
+                array.dtype is int64
+                and array.shape == (rows,)
+                and valid_actions.issuperset(array.tolist())
+            ):
+                raise ValueError("bad actions")
+            if keep is not None:
+                full = filler.copy()
+                full[keep] = array
+                array = full
+        next_np, reward, terminated, truncated, _info = env.step(array)
+        ended = terminated | truncated
+        if keep is None:
+            step_reward, step_terminated = reward, terminated
+            next_obs = torch.from_numpy(next_np)
+            reward = reward.copy()  # (the queued rewards: the returned ones share memory)
+        else:
+            step_reward, step_terminated = reward.take(keep), terminated.take(keep)
+            next_obs = torch.from_numpy(next_np.T.take(keep, -1).T)
+        queue.append((reward, ended, valid))
+        if len(queue) >= 256:  # (the package folds them into running totals)
+            queue.clear()
+        if np.count_nonzero(ended):
+            valid = np.logical_not(ended)
+            state["valid"] = valid
+            state["keep"] = next_keep = valid.nonzero()[0]
+            state["obs"] = torch.from_numpy(next_np.T.take(next_keep, -1).T)
+        else:
+            state["obs"] = next_obs if keep is None else torch.from_numpy(next_np)
+            state["keep"] = state["valid"] = None
+        return (
+            obs,
+            action,
+            torch.from_numpy(step_reward),
+            next_obs,
+            torch.from_numpy(step_terminated),
+        )
+
+    def run() -> int:
+        with torch.no_grad():
+            for _ in range(chunk):
+                step()
+        return chunk * num_envs
+
+    return run, step
+
+
 def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Callable[[], int]]:
     next_step = VecEnv("CartPole-v1", num_envs, seed=0)
     same_step = VecEnv("CartPole-v1", num_envs, seed=0, same_step_reset=True)
@@ -178,6 +261,7 @@ def bench_collectors(budget: float, turn: float, min_rounds: int) -> None:
         base_same = baseline_loop(num_envs, True, actor, chunk)
         runs = collector_runs(num_envs, actor, chunk)
         runs["control: baseline loop again"] = baseline_loop(num_envs, False, actor, chunk)
+        runs[INLINE] = inline_loop(num_envs, actor, chunk)[0]
         baseline_of = {
             "TransitionCollector.collect(n)": "next",
             "TransitionCollector.collect(1)": "next",
@@ -185,9 +269,11 @@ def bench_collectors(budget: float, turn: float, min_rounds: int) -> None:
             "RolloutCollector.collect(n)": "same",
             "EpisodeCollector.collect(4B)": "next",
             "control: baseline loop again": "next",
+            INLINE: "next",
         }
         rates: dict[str, list[float]] = {name: [] for name in ["next", "same", *runs]}
         ratios: dict[str, list[float]] = {name: [] for name in runs}
+        to_inline: list[float] = []  # collect(1) / the inline loop
         contestants = {"next": base_next, "same": base_same, **runs}
         for run in contestants.values():  # warm up: first calls, first allocations
             timed_steps(run, 0.0)
@@ -206,6 +292,7 @@ def bench_collectors(budget: float, turn: float, min_rounds: int) -> None:
                 rates[name].append(rate)
             for name in runs:
                 ratios[name].append(this_round[name] / this_round[baseline_of[name]])
+            to_inline.append(this_round["TransitionCollector.collect(1)"] / this_round[INLINE])
         print(f"-- num_envs={num_envs}: {len(ratios['control: baseline loop again'])} rounds")
         print(f"   baseline make_vec next-step : {statistics.median(rates['next']):>10,.0f}")
         print(f"   baseline make_vec same-step : {statistics.median(rates['same']):>10,.0f}")
@@ -216,6 +303,8 @@ def bench_collectors(budget: float, turn: float, min_rounds: int) -> None:
                 f"ratio {median:.3f} [{low:.3f}, {high:.3f}] "
                 f"(rounds {min(ratios[name]):.2f}-{max(ratios[name]):.2f})"
             )
+        median, low, high = median_interval(to_inline)
+        print(f"   collect(1) / {INLINE}: {median:.3f} [{low:.3f}, {high:.3f}]")
 
 
 class TensorRing:

@@ -25,7 +25,7 @@ previous call (fewer, longer rounds: wider intervals). A control contestant, a s
 of the baseline loop, shows what ratio "as fast as the baseline" measures as.
 
 A reference contestant does ``collect(1)``'s work at every step written inline in one
-loop, without the package (checked to give the same transitions): the actor acting for
+loop, without the package (a test checks that it gives collect(1)'s transitions): the actor acting for
 the copies that do not reset only, the action check, the reset rows dropped, the rewards
 and ends queued for the episode statistics. It shows what that work costs by itself
 against the baseline, which records nothing, and the report gives ``collect(1)``'s ratio to
@@ -40,6 +40,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -117,7 +118,9 @@ def baseline_loop(num_envs: int, same_step: bool, actor: MLPActor, chunk: int) -
 INLINE = "collect(1)'s work inline"
 
 
-def inline_loop(num_envs: int, actor: Callable[[torch.Tensor], StochasticAction], chunk: int):  # type: ignore[no-untyped-def]
+def inline_loop(
+    num_envs: int, actor: Callable[[torch.Tensor], StochasticAction], chunk: int
+) -> tuple[Callable[[], int], Callable[[], tuple[Any, ...]]]:
     """collect(1)'s work at every step, written inline in one loop over
     ``gymnasium.make_vec`` without the package (the reference: what a step of collect(1)
     costs with none of its calls): the actor acts for the copies that do not reset at
@@ -132,10 +135,10 @@ def inline_loop(num_envs: int, actor: Callable[[torch.Tensor], StochasticAction]
     next_np = env.reset(seed=0)[0]
     # keep: the copies that do not reset at the next step (None: all of them), valid their
     # mask; obs: the actor's input, their observations
-    state = {"obs": torch.from_numpy(next_np), "keep": None, "valid": None}
+    state: dict[str, Any] = {"obs": torch.from_numpy(next_np), "keep": None, "valid": None}
     queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
 
-    def step():  # type: ignore[no-untyped-def]
+    def step() -> tuple[Any, ...]:
         obs, keep, valid = state["obs"], state["keep"], state["valid"]
         rows = num_envs if keep is None else len(keep)
         action = None

@@ -380,6 +380,8 @@ class VecEnv:
 
         spec = _env_spec(env_name, "VecEnv")
 
+        # whether gymnasium's observations are a buffer it rewrites (see _make), to copy
+        self._copy_obs = False
         self._gym_env = self._make(spec, mode, list(wrappers), asynchronous, env_kwargs)
         self._observation_space = self._gym_env.single_observation_space
         self._action_space = self._gym_env.single_action_space
@@ -448,11 +450,15 @@ class VecEnv:
             env.close()  # its auto-reset mode is not the one asked for: fall back to sync
         vectorization_mode = "async" if asynchronous else "sync"
         self._vectorization_mode = vectorization_mode
+        # copy=False: gymnasium then returns its own observation buffer, rewritten at every
+        # step, where copy=True deep-copies it (copy.deepcopy: a few µs a step, as much as
+        # the rest of a collector's bookkeeping); _step_arrays copies it plainly instead
+        self._copy_obs = True
         return gym.make_vec(
             spec.id,
             self._num_envs,
             vectorization_mode,
-            vector_kwargs={"autoreset_mode": mode},
+            vector_kwargs={"autoreset_mode": mode, "copy": False},
             wrappers=wrappers,
             **env_kwargs,
         )
@@ -548,7 +554,9 @@ class VecEnv:
 
     @property
     def gym_env(self) -> VectorEnv[Any, Any, Any]:
-        """The underlying gymnasium ``VectorEnv``."""
+        """The underlying gymnasium ``VectorEnv``. In sync and async mode it is built with
+        ``copy=False``: its own ``step`` and ``reset`` return the same observation arrays,
+        rewritten at every call (the ``VecEnv`` copies them)."""
         return self._gym_env
 
     @property
@@ -574,6 +582,8 @@ class VecEnv:
         if seed is None and self._needs_reset:
             seed = self._seed
         obs, _info = self._gym_env.reset(seed=seed)
+        if self._copy_obs:
+            obs = _tree_map(np.copy, obs)
         self._last_flags, self._last_done = None, None
         self._needs_reset = False
         return obs
@@ -707,6 +717,8 @@ class VecEnv:
             raise RuntimeError("call reset() before step()")
         array = self._to_numpy_actions(actions, rows)
         obs, reward, terminated, truncated, info = self._gym_env.step(array)
+        if self._copy_obs:  # (gymnasium's buffer: the callers keep what this returns)
+            obs = obs.copy() if type(obs) is np.ndarray else _tree_map(np.copy, obs)
         self._last_flags, self._last_done = (terminated, truncated), None
         final = None
         if self._same_step_reset and ("_final_obs" in info or "final_obs" in info):

@@ -307,6 +307,44 @@ def test_auto_reset_semantics_async(obs_kind, same_step_reset):
     assert n_terminated > 0 and n_truncated > 0
 
 
+@pytest.mark.parametrize(
+    ("obs_kind", "asynchronous"),
+    [("box", False), ("dict", False), ("box", True)],
+    ids=["box-sync", "dict-sync", "box-async"],
+)
+def test_observations_stay_as_returned_after_later_steps(obs_kind, asynchronous):
+    # gymnasium's sync and async environments are built with copy=False (they rewrite one
+    # observation buffer): what the VecEnv returns (and the collectors keep) must not
+    # change with the next steps
+    def leaves(batch):
+        return [batch] if isinstance(batch, np.ndarray) else [batch[key] for key in sorted(batch)]
+
+    with counter(2, obs_kind, asynchronous=asynchronous) as env:
+        assert env.gym_env.copy is False
+        returned = [env._reset_arrays()]
+        snapshots = [[leaf.copy() for leaf in leaves(returned[0])]]  # (as returned)
+        for _ in range(8):
+            returned.append(env._step_arrays(torch.ones(2, dtype=torch.long))[0])
+            snapshots.append([leaf.copy() for leaf in leaves(returned[-1])])
+        obs = env.reset()
+        snapshot = obs.clone()
+        for _ in range(8):
+            env.step(torch.ones(2, dtype=torch.long))
+        parts = [obs] if isinstance(obs, torch.Tensor) else [obs.where, obs.step, obs.flag]
+        kept = (
+            [snapshot]
+            if isinstance(obs, torch.Tensor)
+            else [snapshot.where, snapshot.step, snapshot.flag]
+        )
+        assert all(torch.equal(part, copy) for part, copy in zip(parts, kept))
+    for batch, snapshot_leaves in zip(returned, snapshots):
+        for leaf, kept in zip(leaves(batch), snapshot_leaves):
+            np.testing.assert_array_equal(leaf, kept)
+    assert any(  # (the steps did change the observations)
+        not np.array_equal(leaves(returned[0])[0], leaves(batch)[0]) for batch in returned[1:]
+    )
+
+
 # ---------------------------------------------------------------------- bad actions
 def test_bad_discrete_actions_are_refused_and_the_episode_continues():
     with counter(2) as env:

@@ -1,6 +1,7 @@
 """Collector and replay-buffer throughput against hand-written baselines, in one run.
 
-Run: ``python tests/benchmarks/bench_collectors.py [--budget 90] [--turn 0] [--rounds 15]``
+Run: ``python tests/benchmarks/bench_collectors.py [--budget 90] [--processes 3] [--turn 0]
+[--rounds 15] [--num-envs 1 8 64]``
 
 Collectors (CartPole-v1, ``num_envs`` 1, 8, 64, the same 2×64 tanh actor that samples an
 action and its log-probability, torch at 1 thread): env steps/s of a hand-written loop over
@@ -14,30 +15,41 @@ buffer Stable-Baselines3 uses: its bare writes, and the whole work of Stable-Bas
 
 The machine is shared and noisy: contestants are timed in interleaved rounds, and the
 report gives the median of the per-round ratios to the baseline, with a 95% confidence
-interval of that median. In a round every contestant takes one turn, in a new random
-order (so that all of them see the same moments of the machine and none always runs
-right after the baseline). A turn is one call of a chunk of work (``collect(n)``, or ``n``
-calls of ``collect(1)``, or ``n`` steps of the baseline loop) by default: as in a training
-loop, where the learning step between two collects has the caches to itself, and many
-short rounds give a precise median. ``--turn SECONDS`` makes each turn repeat the calls
-for that long instead: back-to-back calls, with the caches warm from the contestant's own
-previous call (fewer, longer rounds: wider intervals). A control contestant, a second copy
-of the baseline loop, shows what ratio "as fast as the baseline" measures as.
+interval of that median. In a round every contestant takes one turn, in a new random order
+(so that all of them see the same moments of the machine and none always runs right after
+the baseline). A turn is one call of a chunk of work (``collect(n)``, or ``n`` calls of
+``collect(1)``, or ``n`` steps of the baseline loop; for ``EpisodeCollector``, ``q``
+episodes a copy, ``q`` at least 4 and enough to fill about as many steps) by default: as
+in a training loop, where the learning step between two collects has the caches to itself,
+and many short rounds give a precise median. ``--turn SECONDS`` makes each turn repeat the
+calls for that long instead: back-to-back calls, with the caches warm from the
+contestant's own previous call (fewer, longer rounds: wider intervals). A control
+contestant, a second copy of the baseline loop, shows what ratio "as fast as the baseline"
+measures as.
+
+The same code measured in two processes differs by up to 2% (where the environments' and
+collectors' arrays and objects land in memory), more than a median of one process is
+precise to. Each copy count therefore runs in ``--processes`` fresh processes, one after
+the other, with the budget split between them: the report gives the median of all their
+rounds, with its interval, and the range of the processes' own medians.
 
 A reference contestant does ``collect(1)``'s work at every step written inline in one
-loop, without the package (a test checks that it gives collect(1)'s transitions): the actor acting for
-the copies that do not reset only, the action check, the reset rows dropped, the rewards
-and ends queued for the episode statistics. It shows what that work costs by itself
-against the baseline, which records nothing, and the report gives ``collect(1)``'s ratio to
-it: the cost of the package's calls.
+loop, without the package (a test checks that it gives collect(1)'s transitions): the
+actor acting for the copies that do not reset only, the action check, the reset rows
+dropped, the rewards and ends queued for the episode statistics. It shows what that work
+costs by itself against the baseline, which records nothing, and the report gives
+``collect(1)``'s ratio to it: the cost of the package's calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -202,6 +214,13 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
     rollouts = RolloutCollector(same_step, actor)
     episode_env = VecEnv("CartPole-v1", num_envs, seed=0)
     episodes = EpisodeCollector(episode_env, actor)
+    # episodes a call: at least 4 a copy, and as many as fill about the baseline's turn
+    # (chunk steps of every copy; the mean episode length measured on a first call). A
+    # turn's first steps pay for what the previous contestant evicted from the caches: a
+    # turn much shorter than the baseline's would pay that share several times over
+    warm_up = episodes.collect(4 * num_envs)
+    mean_length = sum(len(episode) for episode in warm_up) / len(warm_up)
+    quota = max(4, round(chunk / mean_length))
     # count every env step the episode collector takes (copies past their quota included)
     env_steps = {"episodes": 0}
     gym_env = episode_env.gym_env
@@ -238,7 +257,7 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
         # env steps actually taken, including those of copies that met their quota and the
         # steps of the last, discarded episodes (useful steps are reported separately)
         before = env_steps["episodes"]
-        episodes.collect(4 * num_envs)
+        episodes.collect(quota * num_envs)
         return env_steps["episodes"] - before
 
     return {
@@ -246,68 +265,107 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
         "TransitionCollector.collect(1)": transition_single,
         "collect(1) + episode_returns": transition_single_logged,
         "RolloutCollector.collect(n)": rollout_chunk,
-        "EpisodeCollector.collect(4B)": episode_chunk,
+        "EpisodeCollector.collect(qB)": episode_chunk,
     }
 
 
-def bench_collectors(budget: float, turn: float, min_rounds: int) -> None:
+BASELINE_OF = {  # the baseline loop each contestant is compared with (auto-reset mode)
+    "TransitionCollector.collect(n)": "next",
+    "TransitionCollector.collect(1)": "next",
+    "collect(1) + episode_returns": "next",
+    "RolloutCollector.collect(n)": "same",
+    "EpisodeCollector.collect(qB)": "next",
+    "control: baseline loop again": "next",
+    INLINE: "next",
+}
+
+
+def measure_collectors(
+    num_envs: int, budget: float, turn: float, min_rounds: int, seed: int
+) -> dict[str, Any]:
+    """One process's rounds at ``num_envs`` copies: the env steps/s of every contestant at
+    every round, the per-round ratios to the baselines, and ``collect(1)``'s to the inline
+    reference."""
+    torch.manual_seed(seed)
     actor = MLPActor()
-    rng = random.Random(0)
+    rng = random.Random(seed)
+    chunk = max(8, 512 // num_envs)
+    runs = collector_runs(num_envs, actor, chunk)
+    runs["control: baseline loop again"] = baseline_loop(num_envs, False, actor, chunk)
+    runs[INLINE] = inline_loop(num_envs, actor, chunk)[0]
+    contestants = {
+        "next": baseline_loop(num_envs, False, actor, chunk),
+        "same": baseline_loop(num_envs, True, actor, chunk),
+        **runs,
+    }
+    rates: dict[str, list[float]] = {name: [] for name in contestants}
+    ratios: dict[str, list[float]] = {name: [] for name in runs}
+    to_inline: list[float] = []  # collect(1) / the inline loop
+    for run in contestants.values():  # warm up: first calls, first allocations
+        timed_steps(run, 0.0)
+    # rounds until the budget is spent (at least min_rounds)
+    start = time.perf_counter()
+    while len(to_inline) < min_rounds or time.perf_counter() - start < budget:
+        order = list(contestants)
+        rng.shuffle(order)
+        this_round = {}
+        for name in order:
+            done, took = timed_steps(contestants[name], turn)
+            this_round[name] = done / took
+        for name, rate in this_round.items():
+            rates[name].append(rate)
+        for name in runs:
+            ratios[name].append(this_round[name] / this_round[BASELINE_OF[name]])
+        to_inline.append(this_round["TransitionCollector.collect(1)"] / this_round[INLINE])
+    return {"rates": rates, "ratios": ratios, "to_inline": to_inline}
+
+
+def bench_collectors(
+    budget: float,
+    turn: float,
+    min_rounds: int,
+    copies: tuple[int, ...] = (1, 8, 64),
+    processes: int = 3,
+) -> None:
+    """Each copy count in ``processes`` fresh processes, one after the other, whose rounds
+    are pooled; the report gives the spread of the per-process medians too."""
     mode = "one call" if turn == 0 else f"{turn:g} s"
     print(
         f"== collectors: CartPole-v1, env steps/s (median over rounds), ratio to baseline "
-        f"[95% confidence interval of the median]; turns of {mode}"
+        f"[95% confidence interval of the median] (range of the medians of {processes} "
+        f"processes); turns of {mode}"
     )
-    for num_envs in (1, 8, 64):
-        chunk = max(8, 512 // num_envs)
-        base_next = baseline_loop(num_envs, False, actor, chunk)
-        base_same = baseline_loop(num_envs, True, actor, chunk)
-        runs = collector_runs(num_envs, actor, chunk)
-        runs["control: baseline loop again"] = baseline_loop(num_envs, False, actor, chunk)
-        runs[INLINE] = inline_loop(num_envs, actor, chunk)[0]
-        baseline_of = {
-            "TransitionCollector.collect(n)": "next",
-            "TransitionCollector.collect(1)": "next",
-            "collect(1) + episode_returns": "next",
-            "RolloutCollector.collect(n)": "same",
-            "EpisodeCollector.collect(4B)": "next",
-            "control: baseline loop again": "next",
-            INLINE: "next",
+    for num_envs in copies:
+        parts = []
+        for seed in range(processes):
+            settings = [num_envs, budget / processes, turn, -(-min_rounds // processes), seed]
+            child = subprocess.run(
+                [sys.executable, __file__, "--child", json.dumps(settings)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            parts.append(json.loads(child.stdout.splitlines()[-1]))
+        rates = {
+            name: [r for part in parts for r in part["rates"][name]] for name in parts[0]["rates"]
         }
-        rates: dict[str, list[float]] = {name: [] for name in ["next", "same", *runs]}
-        ratios: dict[str, list[float]] = {name: [] for name in runs}
-        to_inline: list[float] = []  # collect(1) / the inline loop
-        contestants = {"next": base_next, "same": base_same, **runs}
-        for run in contestants.values():  # warm up: first calls, first allocations
-            timed_steps(run, 0.0)
-        # rounds until the budget is spent (at least min_rounds)
-        start = time.perf_counter()
-        while len(ratios["control: baseline loop again"]) < min_rounds or (
-            time.perf_counter() - start < budget
-        ):
-            order = list(contestants)
-            rng.shuffle(order)
-            this_round = {}
-            for name in order:
-                done, took = timed_steps(contestants[name], turn)
-                this_round[name] = done / took
-            for name, rate in this_round.items():
-                rates[name].append(rate)
-            for name in runs:
-                ratios[name].append(this_round[name] / this_round[baseline_of[name]])
-            to_inline.append(this_round["TransitionCollector.collect(1)"] / this_round[INLINE])
-        print(f"-- num_envs={num_envs}: {len(ratios['control: baseline loop again'])} rounds")
+        print(f"-- num_envs={num_envs}: {len(rates['next'])} rounds")
         print(f"   baseline make_vec next-step : {statistics.median(rates['next']):>10,.0f}")
         print(f"   baseline make_vec same-step : {statistics.median(rates['same']):>10,.0f}")
-        for name in runs:
-            median, low, high = median_interval(ratios[name])
+        names = [*BASELINE_OF, "collect(1) / inline"]
+        for name in names:
+            per_process = [
+                part["to_inline"] if name not in BASELINE_OF else part["ratios"][name]
+                for part in parts
+            ]
+            pooled = [ratio for ratios in per_process for ratio in ratios]
+            median, low, high = median_interval(pooled)
+            medians = [statistics.median(ratios) for ratios in per_process]
+            rate = f"{statistics.median(rates[name]):>10,.0f}" if name in rates else " " * 10
             print(
-                f"   {name:<31}: {statistics.median(rates[name]):>10,.0f}   "
-                f"ratio {median:.3f} [{low:.3f}, {high:.3f}] "
-                f"(rounds {min(ratios[name]):.2f}-{max(ratios[name]):.2f})"
+                f"   {name:<31}: {rate}   ratio {median:.3f} [{low:.3f}, {high:.3f}] "
+                f"({min(medians):.3f}-{max(medians):.3f})"
             )
-        median, low, high = median_interval(to_inline)
-        print(f"   collect(1) / {INLINE}: {median:.3f} [{low:.3f}, {high:.3f}]")
 
 
 class TensorRing:
@@ -500,10 +558,21 @@ def main() -> None:
     # of the same code differed by up to 0.08 from run to run: take more)
     parser.add_argument("--rounds", type=int, default=15, help="replay-buffer rounds")
     parser.add_argument("--only", choices=["collectors", "buffer"], default=None)
+    parser.add_argument(
+        "--num-envs", type=int, nargs="+", default=[1, 8, 64], help="copy counts of the collectors"
+    )
+    parser.add_argument(
+        "--processes", type=int, default=3, help="fresh processes per copy count (pooled)"
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # (a process of bench_collectors)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.child is not None:
+        print(json.dumps(measure_collectors(*json.loads(args.child))))
+        return
     if args.only in (None, "collectors"):
-        bench_collectors(args.budget, args.turn, args.min_rounds)
+        copies = tuple(args.num_envs)
+        bench_collectors(args.budget, args.turn, args.min_rounds, copies, args.processes)
     if args.only in (None, "buffer"):
         bench_replay_buffer(args.rounds)
 

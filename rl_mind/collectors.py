@@ -355,8 +355,9 @@ class _Recording:
     actor calls); :meth:`finish` stacks them into ``[T, B]`` numpy arrays once, at the end,
     and those become tensors.
 
-    Gymnasium's vector environments return fresh arrays at every step (the package's
-    ``VecEnv`` hands them out as tensors without copies too), so the references stay valid.
+    The ``VecEnv``'s arrays are fresh at every step (natively vectorized environments make
+    new ones; of sync and async ones, which rewrite one buffer, the ``VecEnv`` returns a
+    copy), and it hands them out as tensors without copies too: the references stay valid.
     """
 
     def __init__(self, first_obs: Any, first_reset: np.ndarray | None) -> None:

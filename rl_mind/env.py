@@ -380,9 +380,10 @@ class VecEnv:
 
         spec = _env_spec(env_name, "VecEnv")
 
-        # whether gymnasium's observations are a buffer it rewrites (see _make), to copy
-        self._copy_obs = False
         self._gym_env = self._make(spec, mode, list(wrappers), asynchronous, env_kwargs)
+        # sync and async environments rewrite one observation buffer (copy=False, see
+        # _make): _step_arrays and _reset_arrays copy it
+        self._copy_obs = self._vectorization_mode != "vector_entry_point"
         self._observation_space = self._gym_env.single_observation_space
         self._action_space = self._gym_env.single_action_space
         self._convert = _Converter(self._observation_space, self._device)
@@ -453,7 +454,6 @@ class VecEnv:
         # copy=False: gymnasium then returns its own observation buffer, rewritten at every
         # step, where copy=True deep-copies it (copy.deepcopy: a few µs a step, as much as
         # the rest of a collector's bookkeeping); _step_arrays copies it plainly instead
-        self._copy_obs = True
         return gym.make_vec(
             spec.id,
             self._num_envs,

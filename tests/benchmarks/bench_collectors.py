@@ -338,7 +338,7 @@ def bench_collectors(
     for num_envs in copies:
         parts = []
         for seed in range(processes):
-            settings = [num_envs, budget / processes, turn, -(-min_rounds // processes), seed]
+            settings = [num_envs, budget / processes, turn, math.ceil(min_rounds / processes), seed]
             child = subprocess.run(
                 [sys.executable, __file__, "--child", json.dumps(settings)],
                 capture_output=True,

@@ -4,6 +4,7 @@ statistics across calls, and bad input."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 from collections import defaultdict
@@ -899,15 +900,17 @@ def test_an_actor_on_a_gpu_with_the_environment_on_the_cpu(same_step_reset):
     assert actor.devices == {"cuda"}
 
 
+@pytest.mark.parametrize("check", [True, False])
 @pytest.mark.parametrize("num_envs", [1, 8, 64])
-def test_the_benchmarks_inline_reference_does_what_collect_one_does(num_envs):
-    # bench_collectors compares collect(1) with its work written inline: that loop must
-    # give the same transitions (the actor sampling, with the same draws)
+def test_the_benchmarks_inline_reference_does_what_collect_one_does(num_envs, check):
+    # bench_collectors compares collect(1) with its work written inline (and with that
+    # work less the action check): that loop must give the same transitions (the actor
+    # sampling, with the same draws)
     from tests.benchmarks.bench_collectors import MLPActor, inline_loop
 
     torch.manual_seed(1)
     actor = MLPActor()
-    _run, step = inline_loop(num_envs, actor, 1)
+    _run, step = inline_loop(num_envs, actor, 1, check=check)
     torch.manual_seed(0)
     with torch.no_grad():
         expected = [step() for _ in range(120)]
@@ -927,3 +930,19 @@ def test_the_benchmarks_inline_reference_does_what_collect_one_does(num_envs):
             assert torch.equal(batch.action.log_prob, action.log_prob)
         dropped += num_envs - len(batch)
     assert dropped > 0  # (reset rows were met)
+
+
+def test_the_benchmarks_inline_reference_checks_the_actions_unless_told_not_to():
+    from tests.benchmarks.bench_collectors import inline_loop
+
+    def out_of_range(obs: torch.Tensor) -> StochasticAction:
+        return StochasticAction(torch.full((len(obs),), 2), torch.zeros(len(obs)))
+
+    _run, step = inline_loop(4, out_of_range, 1)
+    with pytest.raises(ValueError, match="bad actions"):
+        step()
+    _run, step = inline_loop(4, out_of_range, 1, check=False)
+    # the loop's check left out: no ValueError (gymnasium's own check is an assert, which
+    # python -O drops)
+    with contextlib.suppress(AssertionError):
+        step()

@@ -661,8 +661,9 @@ class Evaluator(Generic[ActionT]):
         num_episodes: the number of copies ``B`` (one episode each) when ``env`` is an id.
         seed: copy ``i`` is reset with ``seed + i`` at every evaluation.
         max_steps: cap on the steps of one evaluation; unfinished episodes are cut there.
-        wrappers, **env_kwargs: passed to ``VecEnv`` (and to :func:`record_video` for
+        wrappers: passed to ``VecEnv`` (and to :func:`record_video` for
             :meth:`visualize_best`) when ``env`` is an id.
+        **env_kwargs: passed on as ``wrappers`` are.
 
     Logged scalars (against the training step): ``eval/mean_return``,
     ``eval/std_return``, ``eval/min_return``, ``eval/max_return``, ``eval/mean_length``.

@@ -214,7 +214,8 @@ def train(
         progress: show the progress bar (``None``: when the output is a terminal or a
             notebook).
         max_updates: stop after this many updates in total (tests, benchmarks).
-        leaderboard, video: play the final round robin / film the best snapshot.
+        leaderboard: play the final round robin.
+        video: film the best snapshot.
         on_update: called with the trainer after every update (a ``KeyboardInterrupt``
             raised there is handled like Ctrl-C).
         stop: polled after every update; ``True`` stops like Ctrl-C (checkpoint, no

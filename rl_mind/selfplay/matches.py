@@ -194,7 +194,8 @@ def play_matches(
     """Play ``n_matches`` matches of A against B, A on each side half of the time.
 
     Args:
-        policy_a, policy_b: policies (see the module docstring).
+        policy_a: player A's policy (see the module docstring).
+        policy_b: player B's policy.
         n_matches: the number of matches (the first ``ceil(n/2)`` with A as player 0).
         game: ``factory(num_matches, seed) -> TwoPlayerGame``; default Pong Duel.
         seed: seeds the games and torch's random generators for the duration of the call

@@ -2,10 +2,11 @@
 (``:class:`Episode```, ``:meth:`~rl_mind.env.VecEnv.step```); on the site these become links.
 
 A role whose target griffe resolves (in the scope of the documented object, as Python
-would, or as a full dotted path) becomes a mkdocstrings cross-reference to the target's
-canonical path, so that ``mkdocs build --strict`` fails when the target has no entry in the
-API reference. A target outside the package (``torch.Tensor``), or a private one, stays
-plain code. The ``~`` prefix shows the last component only, as in Sphinx.
+would, or as a full dotted path) becomes a mkdocstrings cross-reference to the entry of
+the target's canonical path, which ``mkdocs build --strict`` checks. A target outside the
+package (``torch.Tensor``), or one the reference does not show (private, or left out of its
+module's ``__all__``), stays plain code. The ``~`` prefix shows the last component only, as
+in Sphinx.
 """
 
 from __future__ import annotations
@@ -41,8 +42,18 @@ def _resolve(obj: griffe.Object, target: str, loader: griffe.GriffeLoader) -> st
     return _canonical(loader, f"{resolved}.{rest}" if rest else resolved)
 
 
-def _public(path: str) -> bool:
-    return not any(part.startswith("_") for part in path.split("."))
+def _documented(loader: griffe.GriffeLoader, path: str) -> bool:
+    """Whether the API reference has an entry for ``path``: no private part, and each object
+    on the way down public (a module's ``__all__`` says what is; mkdocs.yml's
+    ``filters: public``)."""
+    if any(part.startswith("_") for part in path.split(".")):
+        return False
+    obj = loader.modules_collection.get_member(path)
+    while obj is not None and not obj.is_module:
+        if not obj.is_public:
+            return False
+        obj = obj.parent
+    return True
 
 
 class SphinxRoles(griffe.Extension):
@@ -57,7 +68,7 @@ class SphinxRoles(griffe.Extension):
                 target = match.group("target")
                 shown = target.rsplit(".", 1)[-1] if match.group("short") else target
                 path = _resolve(obj, target, loader)
-                if path is None or not _public(path):
+                if path is None or not _documented(loader, path):
                     return f"`{shown}`"
                 return f"[`{shown}`][{path}]"
 

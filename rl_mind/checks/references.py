@@ -10,8 +10,6 @@ changed reference solution cannot leave the checks behind.
 from __future__ import annotations
 
 import ast
-import os
-import tempfile
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -109,11 +107,9 @@ def regenerate(sources: Sequence[str | Path], specs: dict[str, Spec]) -> list[Pa
         if not any(spec.function in references for spec in practical):
             continue
         data = expected_data(practical, references)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
+        temp = path.with_name(f".{path.name}.tmp")
         torch.save(data, temp)
-        os.chmod(temp, 0o644)  # (mkstemp makes it owner-only; it is package data)
-        os.replace(temp, path)
+        temp.replace(path)
         written.append(path)
     if not written:
         raise ValueError("no gap of any practical is defined in the given sources")

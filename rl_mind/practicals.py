@@ -90,6 +90,12 @@ def _enclosing_function(lines: list[str], marker_index: int) -> str | None:
     return None
 
 
+def _marker_parts(line: str) -> tuple[str, str]:
+    """(indentation, what to write) of a ``### BEGIN SOLUTION`` line."""
+    indent = line[: len(line) - len(line.lstrip())]
+    return indent, line.strip()[len(BEGIN_SOLUTION) :].strip(" :-\u2014")
+
+
 def _stub_message(lines: list[str], marker_index: int, description: str) -> tuple[str, str]:
     """(what to write, the NotImplementedError message) for the region at ``marker_index``."""
     function = _enclosing_function(lines, marker_index)
@@ -137,8 +143,7 @@ def student_source(source: str, *, where: str = "<cell>") -> str:
                     f"close the first one with {END_SOLUTION!r}"
                 )
             inside = True
-            indent = line[: len(line) - len(line.lstrip())]
-            description = stripped[len(BEGIN_SOLUTION) :].strip(" :-\u2014")
+            indent, description = _marker_parts(line)
             what, message = _stub_message(lines, i, description)
             out.append(f"{indent}# YOUR CODE HERE: {what}")
             out.append(f"{indent}raise NotImplementedError({message!r})")
@@ -302,8 +307,7 @@ def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
     for i, line in enumerate(lines):
         stripped = line.strip()
         if stripped.startswith(BEGIN_SOLUTION):
-            indent = line[: len(line) - len(line.lstrip())]
-            description = stripped[len(BEGIN_SOLUTION) :].strip(" :-\u2014")
+            indent, description = _marker_parts(line)
             what, _message = _stub_message(lines, i, description)
             function = function or _enclosing_function(lines, i)
             out += [f"{indent}# To write: {what}", f"{indent}{BEGIN_SOLUTION}"]

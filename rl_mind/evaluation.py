@@ -156,6 +156,7 @@ def save_checkpoint(obj: Any, path: str | os.PathLike[str]) -> Path:
             torch.save(obj, file)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(temp_name, _mode_of_new_files())
         os.replace(temp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -163,6 +164,22 @@ def save_checkpoint(obj: Any, path: str | os.PathLike[str]) -> Path:
         raise
     _fsync_directory(target.parent)
     return target
+
+
+def _mode_of_new_files() -> int:
+    """The mode ``open()`` gives a new file: 0o666 less the process's umask. (``mkstemp``
+    makes its file owner-only and the rename keeps that, which locks a shared folder's
+    readers out of a checkpoint or a video.)"""
+    try:  # Linux tells the umask without changing it
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o077)  # elsewhere: read by setting it, for an instant, to a strict one
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -462,6 +479,7 @@ def write_video(
             raise ValueError("write_video: no frames to write")
         writer.close()
         writer = None
+        os.chmod(temp_name, _mode_of_new_files())
         os.replace(temp_name, target)
     except BaseException:
         if writer is not None:

@@ -307,9 +307,9 @@ def _verified_content(checkpoint: Any, source: Path) -> bytes:
     """The saved object's bytes, once their SHA-256 checksum matches."""
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != _CHECKPOINT_FORMAT:
         raise CheckpointError(
-            f"checkpoint {source} was not written by rl_mind.save_checkpoint: it carries no "
-            f"checksum that proves it intact, so it was not loaded (if you trust the file, "
-            f"read it with torch.load(path, weights_only=True))"
+            f"checkpoint {source} carries no rl-mind checksum (a plain torch.save file, or "
+            f"one saved by an older rl-mind), so nothing proves it intact and it was not "
+            f"loaded; if you trust the file, read it with torch.load(path, weights_only=True)"
         )
     content, checksum = checkpoint.get("content"), checkpoint.get("sha256")
     if not (

@@ -396,7 +396,7 @@ def test_a_plain_torch_file_has_no_checksum_and_is_refused_saying_what_to_do(
 ) -> None:
     path = tmp_path / "plain.pt"
     torch.save({"w": torch.ones(2)}, path)
-    message = r"plain\.pt was not written by rl_mind.save_checkpoint: it carries no checksum"
+    message = r"plain\.pt carries no rl-mind checksum \(a plain torch.save file.*not loaded"
     with pytest.raises(CheckpointError, match=message + r".*torch.load\(path, weights_only=True\)"):
         load_checkpoint(path)
 

@@ -73,7 +73,15 @@ class _ExtraFeature(_PlainPolicy):
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A short self-play run: enough updates to beat the random bot, with snapshots."""
     folder = tmp_path_factory.mktemp("run")
-    config = SelfPlayConfig(seed=0, snapshot_every=8, eval_matches=8, eval_every_seconds=1e6)
+    config = SelfPlayConfig(
+        seed=0,
+        num_envs=64,
+        num_steps=64,
+        minibatch_size=2048,
+        snapshot_every=8,
+        eval_matches=8,
+        eval_every_seconds=1e6,
+    )
     return train(
         config,
         minutes=10.0,
@@ -341,6 +349,38 @@ def test_export_then_arena_rates_and_grades_a_class(tiny_run: Any, tmp_path: Pat
     assert "points_predictive" not in grades[0], "only the rubric's anchors give points"
     page = (out / "leaderboard.html").read_text()
     assert 'src="data:video/mp4;base64,' in page and (out / "final.mp4").stat().st_size > 0
+
+
+def test_the_reference_is_the_runs_best_rated_agent(tiny_run: Any, tmp_path: Path) -> None:
+    from rl_mind.arena import load_agent
+    from rl_mind.selfplay.trainer import AGENT_NAME
+
+    trainer = tiny_run.trainer
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run.run_dir, run_dir)
+    entry = trainer.archive[1]
+    rows = [f"snapshot {entry['id']} (step {entry['step']})", AGENT_NAME, "scripted"]
+    (run_dir / "leaderboard.csv").write_text("player,rating\n" + "".join(f"{r},0\n" for r in rows))
+    obs = torch.rand(512, 10) * 2 - 1
+    best = trainer.archived_policy(1).act(obs).numpy()
+    np.testing.assert_array_equal(load_reference(run_dir).act(obs).numpy(), best)
+    played = load_agent(run_dir)  # what `rl-mind play RUN_DIR` plays
+    assert isinstance(played, ArenaAgent) and played.name == "run"
+    np.testing.assert_array_equal(played.act(obs).numpy(), best)
+    assert load_agent("scripted") == "scripted"
+    with pytest.raises(FileNotFoundError, match="checkpoint"):
+        load_reference(tmp_path)
+
+
+def test_the_commands_are_registered(capsys: pytest.CaptureFixture[str]) -> None:
+    from rl_mind.__main__ import main
+
+    assert main([]) == 0
+    usage = capsys.readouterr().out
+    assert "arena" in usage and "play" in usage
+    with pytest.raises(SystemExit) as exit_:
+        main(["arena", "--help"])
+    assert exit_.value.code == 0 and "--rubric" in capsys.readouterr().out
 
 
 def test_same_files_and_seed_give_byte_identical_csv(tmp_path: Path) -> None:

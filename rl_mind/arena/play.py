@@ -132,10 +132,10 @@ class PlayWindow:
     def message(self) -> str:
         """The help line under the court (the result, once the match is over)."""
         if self.finished is None:
-            return f"you: W/S or arrow keys  ·  first to 3  ·  Esc quits  ·  vs {self.name}"
+            return f"you: W/S or arrow keys  |  first to 3  |  Esc quits  |  vs {self.name}"
         you, agent = self.finished.score
         verdict = {1: "You win", -1: f"{self.name} wins", 0: "Draw (time is up)"}
-        return f"{verdict[self.finished.outcome]} {you}-{agent}  ·  Space: again  ·  Esc: quit"
+        return f"{verdict[self.finished.outcome]} {you}-{agent}  |  Space: again  |  Esc: quit"
 
     def draw(self) -> None:
         from rl_mind.envs.pong_render import FRAME_HEIGHT, render_match

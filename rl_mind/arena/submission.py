@@ -617,9 +617,7 @@ def load_agent(source: str | os.PathLike[str]) -> Any:
         return source
     path = Path(source).expanduser()
     if path.is_dir():
-        return load_reference(
-            path, name=check_name(path.name, "name") if _is_name(path.name) else REFERENCE_NAME
-        )
+        return load_reference(path, name=path.name if _is_name(path.name) else REFERENCE_NAME)
     return load_submission(path)
 
 

@@ -35,7 +35,7 @@ __all__ = ["CHUNK_MATCHES", "play_round_robin", "schedule"]
 
 #: Matches stepped together in one game (and the unit of work of a process).
 CHUNK_MATCHES = 32768
-_COMPACT_BELOW = 0.5  # drop finished matches from the game once fewer than half still run
+_COMPACT_BELOW = 0.8  # drop the finished matches from the game once a fifth of them ended
 
 
 def schedule(n_players: int, n_matches: int) -> tuple[np.ndarray, np.ndarray]:

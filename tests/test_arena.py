@@ -428,8 +428,10 @@ def test_rubric_files_and_their_errors(tmp_path: Path) -> None:
 def test_arena_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert arena_main([str(tmp_path), "--out", str(tmp_path / "o"), "--matches", "3"]) == 2
     assert "even" in capsys.readouterr().err
+    assert arena_main([str(tmp_path), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "inside the submissions folder" in capsys.readouterr().err
     missing = tmp_path / "nowhere"
-    assert arena_main([str(missing), "--out", str(tmp_path / "o"), "--no-progress"]) == 1
+    assert arena_main([str(missing), "--out", str(tmp_path / "o2"), "--no-progress"]) == 1
     assert "not a folder" in capsys.readouterr().err
 
 

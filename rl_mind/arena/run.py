@@ -365,6 +365,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"rl-mind arena: --matches must be even and >= 2, got {args.matches}", file=sys.stderr
         )
         return 2
+    out = Path(args.out).expanduser().resolve()
+    if out.is_relative_to(Path(args.submissions).expanduser().resolve()):
+        # (a second run would read the first one's outputs as submissions)
+        print(
+            f"rl-mind arena: --out {out} is inside the submissions folder; write the outputs "
+            f"somewhere else",
+            file=sys.stderr,
+        )
+        return 2
     jobs = available_cores() if args.jobs is None else args.jobs
     if jobs < 1:
         print(f"rl-mind arena: --jobs must be >= 1, got {jobs}", file=sys.stderr)
@@ -380,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             reference=args.reference,
             progress=False if args.no_progress else None,
         )
-        paths = write_outputs(result, args.out, video=not args.no_video)
+        paths = write_outputs(result, out, video=not args.no_video)
     except (OSError, ValueError) as error:
         print(f"rl-mind arena: {error}", file=sys.stderr)
         return 1

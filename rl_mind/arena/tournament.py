@@ -12,9 +12,10 @@ What the reader must not get wrong:
 - Each pair plays ``n_matches`` matches, half with each player on the left: a first-player
   advantage cancels out.
 - The same players, ``n_matches`` and ``seed`` give the same results bit for bit, whatever
-  ``jobs`` is: match ``g`` of the schedule is seeded with ``seed + g``, and the schedule is
-  cut into chunks of a fixed size that are played the same way in any process (torch on
-  one thread, so that a matrix product sums in one order).
+  ``jobs`` is: match ``g`` of the schedule is seeded with ``seed + g``, the schedule is cut
+  into the same equal chunks (of at most :data:`CHUNK_MATCHES`) for any ``jobs``, and each
+  chunk is played the same way in any process (torch on one thread, so that a matrix
+  product sums in one order).
 - Players are deterministic agents (an ``act_numpy`` method) or the game's bot names; the
   ``"random"`` bot draws from a generator seeded by its chunk.
 """
@@ -33,7 +34,8 @@ from rl_mind.selfplay.matches import RoundRobinResults
 
 __all__ = ["CHUNK_MATCHES", "play_round_robin", "schedule"]
 
-#: Matches stepped together in one game (and the unit of work of a process).
+#: The most matches stepped together in one game (a process's unit of work). Larger chunks
+#: give each agent more rows for each forward pass, and fewer passes.
 CHUNK_MATCHES = 32768
 _COMPACT_BELOW = 0.8  # drop the finished matches from the game once a fifth of them ended
 
@@ -153,21 +155,22 @@ def play_round_robin(
     if p < 2:
         return RoundRobinResults(names, wins, draws)
     left, right = schedule(p, n_matches)
-    starts = list(range(0, len(left), CHUNK_MATCHES))
+    # chunks of equal size, at most CHUNK_MATCHES: the same cut whatever `jobs` is
+    count = -(-len(left) // CHUNK_MATCHES)
+    chunks = [(c * len(left) // count, (c + 1) * len(left) // count) for c in range(count)]
 
-    def task(start: int) -> tuple[dict[int, Any], np.ndarray, np.ndarray, int]:
-        chunk_left, chunk_right = (
-            left[start : start + CHUNK_MATCHES],
-            right[start : start + CHUNK_MATCHES],
+    def task(chunk: tuple[int, int]) -> tuple[dict[int, Any], np.ndarray, np.ndarray, int]:
+        start, end = chunk
+        in_chunk = np.union1d(left[start:end], right[start:end])
+        return (
+            {int(i): players[i][1] for i in in_chunk},
+            left[start:end],
+            right[start:end],
+            seed + start,
         )
-        in_chunk = np.union1d(chunk_left, chunk_right)
-        return {int(i): players[i][1] for i in in_chunk}, chunk_left, chunk_right, seed + start
 
-    def record(start: int, outcome: np.ndarray) -> None:
-        chunk_left, chunk_right = (
-            left[start : start + len(outcome)],
-            right[start : start + len(outcome)],
-        )
+    def record(chunk: tuple[int, int], outcome: np.ndarray) -> None:
+        chunk_left, chunk_right = left[chunk[0] : chunk[1]], right[chunk[0] : chunk[1]]
         np.add.at(wins, (chunk_left[outcome > 0], chunk_right[outcome > 0]), 1)
         np.add.at(wins, (chunk_right[outcome < 0], chunk_left[outcome < 0]), 1)
         np.add.at(draws, (chunk_left[outcome == 0], chunk_right[outcome == 0]), 1)
@@ -175,15 +178,15 @@ def play_round_robin(
         if on_matches_done is not None:
             on_matches_done(len(outcome))
 
-    workers = min(jobs, len(starts))
+    workers = min(jobs, len(chunks))
     if workers == 1:
-        for start in starts:
-            record(start, _play_chunk_one_thread(*task(start)))
+        for chunk in chunks:
+            record(chunk, _play_chunk_one_thread(*task(chunk)))
     else:
         # (spawn: a forked child would inherit torch's thread pool mid-use)
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            futures = {pool.submit(_play_chunk_one_thread, *task(s)): s for s in starts}
+            futures = {pool.submit(_play_chunk_one_thread, *task(c)): c for c in chunks}
             for future in concurrent.futures.as_completed(futures):
                 record(futures[future], future.result())
     return RoundRobinResults(names, wins, draws)

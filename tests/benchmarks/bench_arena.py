@@ -10,13 +10,17 @@ dozen steps): the snapshots of a self-play run (``--reference``, or a run traine
 the class spreads from beginners to the run's best. They are exported with
 ``export_agent`` into a folder, and the arena reads them from there, as a teacher's would.
 Each size is timed end to end (loading, the round robin, the fit, writing the CSV files,
-the page and the final's video), with the three bots as anchors.
+the page and the final's video), with the three bots as anchors. Besides the wall-clock
+time, the CPU time of this process and its workers is given: on a shared machine the
+wall clock also counts the time others held the cores, and CPU seconds / jobs is what a
+quiet machine with ``--jobs`` cores would take.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -51,6 +55,17 @@ def _class_folder(run_dir: Path, size: int, folder: Path) -> Path:
     return folder
 
 
+def _cpu_seconds() -> float:
+    """CPU time so far of this process and of its finished children (the arena's workers)."""
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reference", type=Path, default=None, help="a rl-mind selfplay run")
@@ -73,20 +88,24 @@ def main() -> None:
         train(minutes=args.train_minutes, run_dir=run_dir, video=False, progress=False)
     load = os.getloadavg()[0]
     print(f"load average before: {load:.2f} ({os.cpu_count()} cores), --jobs {args.jobs}")
-    print("| submissions | players | matches | load + play + fit | write (page, video) | total |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| submissions | players | matches | load + play + fit | write (page, video) | total "
+        "| CPU time | CPU time / jobs |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in args.sizes:
         folder = _class_folder(run_dir, size, workspace / f"class-{size}")
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), _cpu_seconds()
         result = run_arena(folder, n_matches=args.matches, seed=0, jobs=args.jobs, progress=False)
         played = time.perf_counter()
         write_outputs(result, workspace / f"out-{size}")
-        written = time.perf_counter()
+        written, cpu = time.perf_counter(), _cpu_seconds() - cpu_start
         players = len(result.players)
         matches = players * (players - 1) // 2 * args.matches
         print(
             f"| {size} | {players} | {matches:,} | {played - start:.1f} s | "
-            f"{written - played:.1f} s | {written - start:.1f} s |",
+            f"{written - played:.1f} s | {written - start:.1f} s | {cpu:.0f} s | "
+            f"{cpu / args.jobs:.0f} s |",
             flush=True,
         )
     print(f"load average after: {os.getloadavg()[0]:.2f}; outputs in {workspace}")

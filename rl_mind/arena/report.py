@@ -197,7 +197,7 @@ def _row_html(s: Standing, anchors: Sequence[str]) -> str:
         f'<td class="name">{e(s.player.name)}</td>',
         f'<td class="author">{e(s.player.author)}</td>',
         f"<td>{s.rating:.0f}</td>",
-        f"<td>{s.low:.0f} – {s.high:.0f}</td>",
+        f"<td>[{s.low:.0f}, {s.high:.0f}]</td>",
     ]
     for anchor in anchors:
         stats = s.against.get(anchor)

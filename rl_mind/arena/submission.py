@@ -271,7 +271,8 @@ def _describe_network(policy: Any, name: str, author: str) -> AgentDescription:
             f"export_agent: expected {expected}; this .net is {[type(m).__name__ for m in layers]}"
         )
     names = {_activation_name(module) for module in activations}
-    if len(names) != 1 or None in names:
+    activation = names.pop() if len(names) == 1 else None
+    if activation is None:
         raise ValueError(
             f"export_agent: the activations must all be one of {', '.join(ACTIVATIONS)} with "
             f"their default settings; this .net has {[repr(m) for m in activations]}"
@@ -310,15 +311,15 @@ def _describe_network(policy: Any, name: str, author: str) -> AgentDescription:
         name=checked_name,
         author=checked_author,
         hidden_sizes=tuple(hidden),
-        activation=names.pop() or "tanh",
+        activation=activation,
         ball_forecast=forecast,
         rl_mind_version=__version__,
     )
 
 
 def _test_observations(count: int = 4096) -> Tensor:
-    """Observations a match produces, for checking that an export plays like the original:
-    random ones within the observation's bounds."""
+    """``[count, 10]`` random observations within the observation space's bounds (seeded),
+    on which an export must play like the original."""
     from rl_mind.envs.pong_duel import pong_duel_observation_space
 
     space = pong_duel_observation_space()

@@ -28,11 +28,12 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def public_modules() -> list[ModuleType]:
-    """``rl_mind`` and every submodule (``__main__`` modules run a command on import)."""
+    """``rl_mind`` and every public submodule (``__main__`` modules run a command on
+    import; a module whose name starts with ``_`` is private)."""
     names = [
         info.name
         for info in pkgutil.walk_packages(rl_mind.__path__, "rl_mind.")
-        if not info.name.endswith("__main__")
+        if not info.name.rsplit(".", 1)[-1].startswith("_")
     ]
     return [rl_mind, *(importlib.import_module(name) for name in names)]
 

@@ -47,6 +47,8 @@ __all__ = [
     "ArenaAgent",
     "SubmissionError",
     "export_agent",
+    "load_agent",
+    "load_reference",
     "load_submission",
 ]
 

@@ -74,19 +74,23 @@ def _checked_device(device: Any, owner: str) -> torch.device:
     ``AssertionError`` on a CPU-only build.)"""
     if device is None:
         return torch.device("cpu")
-    if isinstance(device, bool) or not isinstance(device, str | torch.device | int):
+    if isinstance(device, torch.device):  # (TensorStruct.to checks one at every call)
+        result = device
+    elif isinstance(device, bool) or not isinstance(device, str | int):
         raise TypeError(
             f"{owner}: device must be a torch.device or a string such as 'cpu' or 'cuda', "
             f"got {type(device).__name__}"
         )
-    try:
-        result = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as error:
-        raise ValueError(
-            f"{owner}: device {device!r} is not a torch device (expected e.g. 'cpu', "
-            f"'cuda' or 'cuda:1'): {error}"
-        ) from None
-    if result.type == "cuda":
+    else:
+        try:
+            result = torch.device(device)
+        except (RuntimeError, TypeError, ValueError) as error:
+            raise ValueError(
+                f"{owner}: device {device!r} is not a torch device (expected e.g. 'cpu', "
+                f"'cuda' or 'cuda:1'): {error}"
+            ) from None
+    kind = result.type
+    if kind == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
             gpu_build = torch.version.cuda or getattr(torch.version, "hip", None)  # (ROCm)
@@ -101,7 +105,7 @@ def _checked_device(device: Any, owner: str) -> torch.device:
                 f"{owner}: device {device!r} is not available: this machine has {count} CUDA "
                 f"GPU(s), 'cuda:0' to 'cuda:{count - 1}'"
             )
-    elif result.type == "mps" and not torch.backends.mps.is_available():
+    elif kind == "mps" and not torch.backends.mps.is_available():
         raise ValueError(
             f"{owner}: device {device!r} is not available on this machine "
             f"(torch.backends.mps.is_available() is False); use 'cpu'"
@@ -497,9 +501,10 @@ class TensorStruct:
         kwargs.update(zip(("non_blocking", "copy"), flags))
         if device is not None:
             device = _checked_device(device, f"{type(self).__name__}.to")
+        leaves_meta = device is not None and device.type != "meta"
 
         def convert(tensor: Tensor) -> Tensor:
-            if tensor.is_meta and device is not None and device.type != "meta":
+            if leaves_meta and tensor.is_meta:
                 raise ValueError(
                     f"{type(self).__name__}.to: a tensor is on the meta device, which holds "
                     f"no values to copy to {device}; build the struct on a real device"

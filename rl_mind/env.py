@@ -451,6 +451,10 @@ class VecEnv:
         self._convert = _Converter(self._observation_space, self._device)
         self._continuous = isinstance(self._action_space, spaces.Box)
         self._action_dtype = np.dtype(self._action_space.dtype)  # type: ignore[arg-type]
+        # the largest continuous action the space's dtype holds (see _checked_actions)
+        self._action_limit = (
+            float(np.finfo(self._action_dtype).max) if self._action_dtype.kind == "f" else None
+        )
         self._action_values: frozenset[int] | None = None  # (discrete: see below)
         if isinstance(self._action_space, spaces.Discrete):
             self._action_low = int(self._action_space.start)
@@ -705,24 +709,23 @@ class VecEnv:
                 )
             if array.dtype.kind != "f":
                 raise ValueError(f"expected floating-point continuous actions, got dtype {dtype}")
-            if not np.isfinite(array).all():
-                bad_rows = np.flatnonzero(~np.isfinite(array).reshape(B, -1).all(1)).tolist()
-                raise ValueError(
-                    f"continuous actions must be finite, got NaN or inf in rows {bad_rows}"
-                )
-            space_dtype = self._action_dtype
-            if array.dtype.itemsize > space_dtype.itemsize and space_dtype.kind == "f":
-                # e.g. float64 actions for a float32 space: beyond its range, the cast would
-                # turn them into inf
-                limit = np.finfo(space_dtype).max
-                outside = np.abs(array).reshape(B, -1).max(1) > limit
-                if np.count_nonzero(outside):
-                    bad = _bad_values(array, np.flatnonzero(outside))
+            # actions wider than the space's dtype (float64 for float32) must also fit in it:
+            # beyond its range, the cast would turn them into inf (one check does both)
+            wider = array.dtype.itemsize > self._action_dtype.itemsize
+            limit = self._action_limit if wider else None
+            if not (np.isfinite(array).all() if limit is None else (np.abs(array) <= limit).all()):
+                finite = np.isfinite(array).reshape(B, -1).all(1)
+                if not finite.all():
                     raise ValueError(
-                        f"continuous actions must fit the action space's dtype {space_dtype} "
-                        f"(|a| <= {limit:.4g}), got {bad}"
+                        f"continuous actions must be finite, got NaN or inf in rows "
+                        f"{np.flatnonzero(~finite).tolist()}"
                     )
-            return array.astype(space_dtype, copy=False)
+                outside = np.flatnonzero(np.abs(array).reshape(B, -1).max(1) > limit)
+                raise ValueError(
+                    f"continuous actions must fit the action space's dtype {self._action_dtype} "
+                    f"(|a| <= {limit:.4g}), got {_bad_values(array, outside)}"
+                )
+            return array.astype(self._action_dtype, copy=False)
         if array.shape != (B,):
             hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
             raise ValueError(

@@ -137,6 +137,29 @@ def _cast_hint(source: torch.dtype, target: torch.dtype) -> str:
     return f"convert it first, e.g. value.round().to({target}) if the values are whole numbers"
 
 
+def _range_lost(value: Tensor, target: torch.dtype) -> tuple[float, float] | None:
+    """The range of ``target`` when some of the values of ``value`` (of a dtype that casts to
+    ``target`` without changing kind) lie outside it, as a narrower integer or float type
+    would wrap or turn them into inf; else None. Only a narrower ``target`` is looked at."""
+    source = value.dtype
+    info: torch.finfo | torch.iinfo
+    if source.is_floating_point and target.is_floating_point:
+        info = torch.finfo(target)
+        if torch.finfo(source).max <= info.max:
+            return None
+        outside = (value.abs() > info.max) & value.isfinite()
+    elif not (
+        source.is_floating_point or target.is_floating_point or torch.bool in (source, target)
+    ):
+        info, wide = torch.iinfo(target), torch.iinfo(source)
+        if info.min <= wide.min and wide.max <= info.max:
+            return None
+        outside = (value < info.min) | (value > info.max)
+    else:
+        return None
+    return (info.min, info.max) if bool(outside.any()) else None
+
+
 def _is_batched(field: dataclasses.Field[Any]) -> bool:
     return not field.metadata.get("unbatched", False)
 
@@ -344,10 +367,11 @@ class TensorStruct:
 
         Validate everything first, then write: every field (nested structs included) is
         checked before any is written (its type, that it fits the rows, that its dtype
-        converts without losing its kind, that it is on the same device), so a call that
-        raises leaves the struct as it was. An integer value may go into a floating-point
-        field; a floating-point value into an integer or bool field is refused (it would be
-        truncated: 0.5 -> 0), as is a complex value into a real field."""
+        converts without losing its kind, that it is on the same device, that its values
+        fit a narrower dtype), so a call that raises leaves the struct as it was. An integer
+        value may go into a floating-point field; a floating-point value into an integer or
+        bool field is refused (it would be truncated: 0.5 -> 0), as is a complex value into
+        a real field, or 300 into a uint8 field."""
         for target, source in self._writes(index, value, type(self).__name__, ""):
             target[index] = source
 
@@ -392,6 +416,13 @@ class TensorStruct:
                     raise ValueError(
                         f"{where} is on {theirs.device}, the struct's tensor on {mine.device}; "
                         f"move it first with .to({str(mine.device)!r})"
+                    )
+                lost = None if theirs.dtype is mine.dtype else _range_lost(theirs, mine.dtype)
+                if lost is not None:
+                    raise ValueError(
+                        f"{where} holds values outside [{lost[0]:.6g}, {lost[1]:.6g}], the range "
+                        f"of the struct's {mine.dtype} tensor, which would not keep them; clamp "
+                        f"them first, e.g. value.clamp({lost[0]:.6g}, {lost[1]:.6g})"
                     )
                 writes.append((mine, theirs))
         return writes

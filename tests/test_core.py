@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from math import inf
 
 import numpy as np
 import pytest
@@ -244,6 +245,32 @@ def test_set_refuses_values_the_struct_would_truncate_and_takes_integers_into_fl
     assert s.x[0].tolist() == [1, 1, 1]
 
 
+@dataclasses.dataclass(frozen=True)
+class Narrow(TensorStruct):
+    small: Tensor  # [N] uint8
+    half: Tensor  # [N] float16
+
+
+def test_set_refuses_values_outside_a_narrower_dtype_and_takes_those_inside():
+    s = Narrow(torch.zeros(3, dtype=torch.uint8), torch.zeros(3, dtype=torch.float16))
+    for small, half, message in [
+        (
+            [1, 300, 2],
+            [0.0] * 3,
+            r"'small' holds values outside \[0, 255\], the range of the "
+            r"struct's torch.uint8 tensor.*value.clamp\(0, 255\)",
+        ),
+        ([1, -1, 2], [0.0] * 3, r"'small' holds values outside \[0, 255\]"),
+        ([1, 2, 3], [1e5, 0.0, 0.0], r"'half' holds values outside \[-65504, 65504\]"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            s.set_(slice(None), Narrow(torch.tensor(small), torch.tensor(half)))
+        assert s.small.tolist() == [0, 0, 0] and s.half.tolist() == [0, 0, 0]
+    # inside the range (inf and NaN stay what they are), from wider dtypes: written
+    s.set_(slice(None), Narrow(torch.tensor([1, 255, 0]), torch.tensor([1.5, inf, 0.0]).double()))
+    assert s.small.tolist() == [1, 255, 0] and s.half.tolist() == [1.5, inf, 0.0]
+
+
 def test_set_refuses_a_value_on_another_device_and_writes_no_field():
     s = make(3)
     before = [t.clone() for t in leaves(s)]
@@ -262,7 +289,14 @@ def bits(t: Tensor) -> Tensor:
     return t.contiguous().view(torch.uint8) if t.dtype != torch.bool else t
 
 
-BAD_SET_KINDS = ["shape", "truncating dtype", "meta device", "struct type", "not a tensor"]
+BAD_SET_KINDS = [
+    "shape",
+    "truncating dtype",
+    "out of range",
+    "meta device",
+    "struct type",
+    "not a tensor",
+]
 
 
 @SETTINGS
@@ -289,6 +323,10 @@ def test_a_rejected_set_leaves_every_tensor_bit_for_bit_as_it_was(n, seed, data)
     elif kind == "truncating dtype":
         wider = torch.float64 if field in ("inner.a", "flag") else torch.cfloat
         bad_value, error = replaced(good.to(wider) + 0.5), ValueError
+    elif kind == "out of range":  # (a float64 beyond float32: only float fields have one)
+        if field not in ("x", "inner.b"):
+            field, path, good = "x", ["x"], value.x
+        bad_value, error = replaced(torch.full_like(good, -1e300, dtype=torch.float64)), ValueError
     elif kind == "meta device":
         bad_value, error = replaced(good.to("meta")), ValueError
     elif kind == "struct type":

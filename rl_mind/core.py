@@ -413,9 +413,14 @@ class TensorStruct:
                         f"would truncate; {_cast_hint(theirs.dtype, mine.dtype)}"
                     )
                 if theirs.device != mine.device:
+                    fix = (
+                        "the meta device holds no values to write"
+                        if theirs.is_meta
+                        else f"move it first with .to({str(mine.device)!r})"
+                    )
                     raise ValueError(
                         f"{where} is on {theirs.device}, the struct's tensor on {mine.device}; "
-                        f"move it first with .to({str(mine.device)!r})"
+                        f"{fix}"
                     )
                 lost = None if theirs.dtype is mine.dtype else _range_lost(theirs, mine.dtype)
                 if lost is not None:

@@ -277,11 +277,16 @@ def test_set_refuses_a_value_on_another_device_and_writes_no_field():
     value = make(2, 1)
     on_meta = dataclasses.replace(value, inner=Inner(value.inner.a, value.inner.b.to("meta")))
     with pytest.raises(
-        ValueError, match=r"field 'inner.b' is on meta, the struct's tensor on cpu; move it first"
+        ValueError,
+        match=r"field 'inner.b' is on meta, the struct's tensor on cpu; the meta device holds no "
+        r"values to write",
     ):
         s.set_(slice(0, 2), on_meta)
     for got, old in zip(leaves(s), before):  # 'x', 'flag' and 'inner.a' were not written
         assert torch.equal(got, old)
+    # (a struct elsewhere, as on a GPU: the meta device stands in for one)
+    with pytest.raises(ValueError, match=r"'x' is on cpu, the struct's tensor on meta; move it"):
+        s.to("meta").set_(slice(0, 2), value)
 
 
 def bits(t: Tensor) -> Tensor:

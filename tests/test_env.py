@@ -585,28 +585,12 @@ def test_a_rejected_step_leaves_the_environment_as_a_fresh_one_that_never_saw_it
     action_kind, same_step_reset, num_envs, before, after, data
 ):
     """A rejected action, then the same valid actions: the same steps as without it."""
-    n = before + after
     if action_kind == "discrete":
-        sequence = [
-            torch.tensor(
-                data.draw(st.lists(st.integers(0, 2), min_size=num_envs, max_size=num_envs))
-            )
-            for _ in range(n)
-        ]
+        one_action = st.integers(0, 2)
     else:
-        floats = st.floats(-1, 1, width=32)
-        sequence = [
-            torch.tensor(
-                data.draw(
-                    st.lists(
-                        st.lists(floats, min_size=2, max_size=2),
-                        min_size=num_envs,
-                        max_size=num_envs,
-                    )
-                )
-            )
-            for _ in range(n)
-        ]
+        one_action = st.lists(st.floats(-1, 1, width=32), min_size=2, max_size=2)
+    actions_of_all = st.lists(one_action, min_size=num_envs, max_size=num_envs).map(torch.tensor)
+    sequence = [data.draw(actions_of_all) for _ in range(before + after)]
     bad, error = data.draw(st.sampled_from(bad_actions(action_kind, num_envs)))
     kwargs = {"action_kind": action_kind, "same_step_reset": same_step_reset, "seed": 5}
     with counter(num_envs, **kwargs) as tried, counter(num_envs, **kwargs) as fresh:

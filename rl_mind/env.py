@@ -396,14 +396,16 @@ class VecEnv:
     Args:
         env_name: a registered gymnasium id (``"CartPole-v1"``, ``"rl_mind/PongDuel-v0"``).
         num_envs: the number of copies ``B``.
-        seed: seeds the copies at the first ``reset`` (and the action space), so that runs
-            are reproducible: sync and async copies ``i`` get ``seed + i``; a natively
-            vectorized environment seeds its own generator from ``seed`` (so the same seed
-            may start differently in the two modes).
+        seed: an int >= 0 (of any size, numpy integers too) or None: seeds the copies at
+            the first ``reset`` (and the action space), so that runs are reproducible: sync
+            and async copies ``i`` get ``seed + i``; a natively vectorized environment seeds
+            its own generator from ``seed`` (so the same seed may start differently in the
+            two modes).
         same_step_reset: the auto-reset mode (see the module docstring). Required by
             :class:`~rl_mind.collectors.RolloutCollector`.
-        wrappers: gymnasium wrapper constructors applied to each copy (this disables
-            native vectorization).
+        wrappers: a list of gymnasium wrapper constructors (callables ``env -> env``, such
+            as ``gymnasium.wrappers.TimeLimit`` or a lambda), applied to each copy in order
+            (this disables native vectorization).
         asynchronous: run each copy in its own subprocess (for slow environments).
         device: where the returned tensors live (actions may come from any device).
         **env_kwargs: passed to the environment's constructor (e.g. ``render_mode``).

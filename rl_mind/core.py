@@ -13,7 +13,8 @@ What the reader must not get wrong:
   final observation of an :class:`~rl_mind.data.Episode`) is carried along but is not
   indexed, concatenated or stacked.
 - Structs are frozen: the only in-place write is ``s.set_(index, value)``, which writes
-  into the existing tensors (used by buffers); rebinding a field is an error.
+  into the existing tensors (used by buffers); rebinding a field is an error. ``set_``
+  validates everything first, then writes: a call that raises leaves the struct as it was.
 - An :class:`Actor` returns an :class:`Action` (or a subclass such as
   :class:`StochasticAction`) from ``actor(obs)``: the training behaviour. ``actor.act(obs)``
   is the deterministic evaluation behaviour and returns a plain tensor of actions.
@@ -73,19 +74,23 @@ def _checked_device(device: Any, owner: str) -> torch.device:
     ``AssertionError`` on a CPU-only build.)"""
     if device is None:
         return torch.device("cpu")
-    if isinstance(device, bool) or not isinstance(device, str | torch.device | int):
+    if isinstance(device, torch.device):  # (TensorStruct.to checks one at every call)
+        result = device
+    elif isinstance(device, bool) or not isinstance(device, str | int):
         raise TypeError(
             f"{owner}: device must be a torch.device or a string such as 'cpu' or 'cuda', "
             f"got {type(device).__name__}"
         )
-    try:
-        result = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as error:
-        raise ValueError(
-            f"{owner}: device {device!r} is not a torch device (expected e.g. 'cpu', "
-            f"'cuda' or 'cuda:1'): {error}"
-        ) from None
-    if result.type == "cuda":
+    else:
+        try:
+            result = torch.device(device)
+        except (RuntimeError, TypeError, ValueError) as error:
+            raise ValueError(
+                f"{owner}: device {device!r} is not a torch device (expected e.g. 'cpu', "
+                f"'cuda' or 'cuda:1'): {error}"
+            ) from None
+    kind = result.type
+    if kind == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
             gpu_build = torch.version.cuda or getattr(torch.version, "hip", None)  # (ROCm)
@@ -100,7 +105,7 @@ def _checked_device(device: Any, owner: str) -> torch.device:
                 f"{owner}: device {device!r} is not available: this machine has {count} CUDA "
                 f"GPU(s), 'cuda:0' to 'cuda:{count - 1}'"
             )
-    elif result.type == "mps" and not torch.backends.mps.is_available():
+    elif kind == "mps" and not torch.backends.mps.is_available():
         raise ValueError(
             f"{owner}: device {device!r} is not available on this machine "
             f"(torch.backends.mps.is_available() is False); use 'cpu'"
@@ -121,6 +126,38 @@ def _same_value(first: Any, other: Any) -> bool:
             _same_value(getattr(first, name), getattr(other, name)) for name, _ in first._fields()
         )
     return bool(other == first)
+
+
+def _cast_hint(source: torch.dtype, target: torch.dtype) -> str:
+    """What to do with a value of dtype ``source`` that ``target`` storage would truncate."""
+    if source.is_complex:
+        return f"write value.real (or value.abs()) converted with .to({target})"
+    if target == torch.bool:
+        return "convert it first, e.g. value != 0"
+    return f"convert it first, e.g. value.round().to({target}) if the values are whole numbers"
+
+
+def _range_lost(value: Tensor, target: torch.dtype) -> tuple[float, float] | None:
+    """The range of ``target`` when some of the values of ``value`` (of a dtype that casts to
+    ``target`` without changing kind) lie outside it, as a narrower integer or float type
+    would wrap or turn them into inf; else None. Only a narrower ``target`` is looked at."""
+    source = value.dtype
+    info: torch.finfo | torch.iinfo
+    if source.is_floating_point and target.is_floating_point:
+        info = torch.finfo(target)
+        if torch.finfo(source).max <= info.max:
+            return None
+        outside = (value.abs() > info.max) & value.isfinite()
+    elif not (
+        source.is_floating_point or target.is_floating_point or torch.bool in (source, target)
+    ):
+        info, wide = torch.iinfo(target), torch.iinfo(source)
+        if info.min <= wide.min and wide.max <= info.max:
+            return None
+        outside = (value < info.min) | (value > info.max)
+    else:
+        return None
+    return (info.min, info.max) if bool(outside.any()) else None
 
 
 def _is_batched(field: dataclasses.Field[Any]) -> bool:
@@ -328,7 +365,13 @@ class TensorStruct:
     def set_(self, index: Index, value: Self) -> None:
         """Write ``value`` into the rows ``index`` of every batched tensor, in place.
 
-        Every field is checked before any is written: a rejected value changes nothing."""
+        Validate everything first, then write: every field (nested structs included) is
+        checked before any is written (its type, that it fits the rows, that its dtype
+        converts without losing its kind, that it is on the same device, that its values
+        fit a narrower dtype), so a call that raises leaves the struct as it was. An integer
+        value may go into a floating-point field; a floating-point value into an integer or
+        bool field is refused (it would be truncated: 0.5 -> 0), as is a complex value into
+        a real field, or 300 into a uint8 field."""
         for target, source in self._writes(index, value, type(self).__name__, ""):
             target[index] = source
 
@@ -336,7 +379,8 @@ class TensorStruct:
         self, index: Index, value: Any, owner: str, prefix: str
     ) -> list[tuple[Tensor, Tensor]]:
         """The ``(tensor, value)`` pairs that ``set_`` writes, each checked: the value is a
-        tensor whose shape broadcasts to the rows ``index`` of the tensor."""
+        tensor whose shape broadcasts to the rows ``index`` of the tensor, whose dtype casts
+        to the tensor's without changing kind, on the tensor's device."""
         if type(value) is not type(self):
             field = f" field {prefix[:-1]!r}:" if prefix else ""
             raise TypeError(
@@ -350,11 +394,9 @@ class TensorStruct:
             if isinstance(mine, TensorStruct):
                 writes += mine._writes(index, theirs, owner, f"{prefix}{name}.")
             elif isinstance(mine, Tensor):
+                where = f"{owner}.set_: field {prefix + name!r}"
                 if not isinstance(theirs, Tensor):
-                    raise TypeError(
-                        f"{owner}.set_: field {prefix + name!r} is a "
-                        f"{type(theirs).__name__}, expected a tensor"
-                    )
+                    raise TypeError(f"{where} is a {type(theirs).__name__}, expected a tensor")
                 rows = mine[index].shape
                 try:
                     fits = torch.broadcast_shapes(theirs.shape, rows) == rows
@@ -362,8 +404,30 @@ class TensorStruct:
                     fits = False
                 if not fits:
                     raise ValueError(
-                        f"{owner}.set_: field {prefix + name!r} of shape {list(theirs.shape)} "
-                        f"does not fit the rows of shape {list(rows)} it would be written to"
+                        f"{where} of shape {list(theirs.shape)} does not fit the rows of shape "
+                        f"{list(rows)} it would be written to"
+                    )
+                if theirs.dtype is not mine.dtype and not torch.can_cast(theirs.dtype, mine.dtype):
+                    raise ValueError(
+                        f"{where} is {theirs.dtype}, which the struct's {mine.dtype} tensor "
+                        f"would truncate; {_cast_hint(theirs.dtype, mine.dtype)}"
+                    )
+                if theirs.device != mine.device:
+                    fix = (
+                        "the meta device holds no values to write"
+                        if theirs.is_meta
+                        else f"move it first with .to({str(mine.device)!r})"
+                    )
+                    raise ValueError(
+                        f"{where} is on {theirs.device}, the struct's tensor on {mine.device}; "
+                        f"{fix}"
+                    )
+                lost = None if theirs.dtype is mine.dtype else _range_lost(theirs, mine.dtype)
+                if lost is not None:
+                    raise ValueError(
+                        f"{where} holds values outside [{lost[0]:.6g}, {lost[1]:.6g}], the range "
+                        f"of the struct's {mine.dtype} tensor, which would not keep them; clamp "
+                        f"them first, e.g. value.clamp({lost[0]:.6g}, {lost[1]:.6g})"
                     )
                 writes.append((mine, theirs))
         return writes
@@ -450,18 +514,41 @@ class TensorStruct:
         return cls._combine(items, "stack", lambda ts: torch.stack(ts, dim=0))
 
     def to(self, *args: Any, **kwargs: Any) -> Self:
-        """``tensor.to(...)`` on every tensor (a device, a dtype, or both).
+        """``tensor.to(...)`` on every tensor: a device, a dtype, or both (and ``copy``,
+        ``non_blocking``), in any form ``Tensor.to`` takes them.
 
         A dtype only converts floating-point tensors, so that integer actions and bool flags
-        keep their meaning.
+        keep their meaning, whatever else comes with it. A device is checked first: one this
+        machine lacks (``"cuda"`` on a CPU-only machine) is a ``ValueError``.
         """
-        dtype_only = (len(args) == 1 and isinstance(args[0], torch.dtype) and not kwargs) or (
-            not args and set(kwargs) == {"dtype"}
-        )
-        if dtype_only:
-            dtype = args[0] if args else kwargs["dtype"]
-            return self.apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
-        return self.apply(lambda t: t.to(*args, **kwargs))
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        flags = []  # non_blocking, copy: positional after the device and dtype, as in torch
+        for arg in args:
+            if isinstance(arg, torch.dtype):
+                dtype = arg
+            elif isinstance(arg, Tensor):  # s.to(other): other's device and dtype
+                device, dtype = arg.device, arg.dtype
+            elif isinstance(arg, bool):
+                flags.append(arg)
+            else:
+                device = arg
+        if len(flags) > 2:
+            raise TypeError(f"{type(self).__name__}.to: expected a device and/or a dtype")
+        kwargs.update(zip(("non_blocking", "copy"), flags))
+        if device is not None:
+            device = _checked_device(device, f"{type(self).__name__}.to")
+        leaves_meta = device is not None and device.type != "meta"
+
+        def convert(tensor: Tensor) -> Tensor:
+            if leaves_meta and tensor.is_meta:
+                raise ValueError(
+                    f"{type(self).__name__}.to: a tensor is on the meta device, which holds "
+                    f"no values to copy to {device}; build the struct on a real device"
+                )
+            kept = dtype is None or not tensor.is_floating_point()
+            return tensor.to(device, None if kept else dtype, **kwargs)
+
+        return self.apply(convert)
 
     def clone(self) -> Self:
         """A deep copy of every tensor."""
@@ -483,8 +570,31 @@ class TensorStruct:
         return self._apply_batched(lambda t: t.unsqueeze(dim))
 
     def flatten_leading(self, n_dims: int = 2) -> Self:
-        """Merge the first ``n_dims`` dimensions of every batched tensor (``[T, B, ...] -> [T*B, ...]``)."""
-        return self._apply_batched(lambda t: t.flatten(0, n_dims - 1))
+        """Merge the first ``n_dims`` dimensions of every batched tensor
+        (``[T, B, ...] -> [T*B, ...]``).
+
+        ``n_dims`` lies between 1 (nothing to merge) and the fewest dimensions of a batched
+        tensor (every field must have the dimensions merged)."""
+        count = _as_int(n_dims)
+        fewest = min((t.dim() for t in self._batched_tensors()), default=0)
+        if count is None or not 1 <= count <= fewest:
+            kind = TypeError if count is None else ValueError
+            raise kind(
+                f"{type(self).__name__}.flatten_leading: n_dims must be an int from 1 to "
+                f"{fewest} (the fewest dimensions of a batched field), got {n_dims!r}"
+            )
+        return self._apply_batched(lambda t: t.flatten(0, count - 1))
+
+    def _batched_tensors(self) -> Iterator[Tensor]:
+        """Every batched tensor, those of nested batched structs included, in field order."""
+        for name, batched in self._fields():
+            value = getattr(self, name)
+            if not batched:
+                continue
+            if isinstance(value, Tensor):
+                yield value
+            elif isinstance(value, TensorStruct):
+                yield from value._batched_tensors()
 
 
 Observation: TypeAlias = Tensor | TensorStruct

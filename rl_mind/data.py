@@ -157,6 +157,20 @@ def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list
     return leaves, nodes, fixed
 
 
+def _refuse_meta(value: Any, name: str) -> None:
+    """A ``ValueError`` for a field whose tensor (or one of whose tensors, for a struct) is on
+    the meta device: it has a shape but no values to store."""
+    if isinstance(value, TensorStruct):
+        on_meta = any(tensor.is_meta for tensor in value.tensors())
+    else:
+        on_meta = isinstance(value, Tensor) and value.is_meta
+    if on_meta:
+        raise ValueError(
+            f"ReplayBuffer.add: field {name!r} is on the meta device, which holds no values to "
+            f"store; add tensors on a real device (e.g. 'cpu')"
+        )
+
+
 def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
     """A fast ``struct -> tuple of the values at paths`` (one C call)."""
     if not paths:
@@ -206,9 +220,10 @@ class ReplayBuffer(Generic[ActionT]):
     Storage is allocated on the first ``add``, from the incoming shapes and dtypes, on
     ``device`` (default: CPU). When full, each ``add`` overwrites the oldest items; an
     ``add`` larger than ``capacity`` keeps its newest ``capacity`` items. Every ``add``
-    is checked against the storage (same struct types, per-item shapes and dtypes) and a
-    rejected one changes nothing. An ``unbatched()`` field is stored once, from the first
-    ``add``: later adds must carry the same value, and samples carry it along.
+    is checked against the storage (same struct types, per-item shapes and dtypes) before
+    anything is written, so a rejected one changes nothing. An ``unbatched()`` field is
+    stored once, from the first ``add``: later adds must carry the same value, and samples
+    carry it along.
     """
 
     def __init__(self, capacity: int, device: torch.device | str | None = None) -> None:
@@ -245,14 +260,20 @@ class ReplayBuffer(Generic[ActionT]):
         return f"ReplayBuffer(capacity={self.capacity}, size={self._size}, device={self.device})"
 
     def _allocate(self, transitions: Transitions[ActionT]) -> None:
+        """Fix the storage layout from the first add. Its fields are checked first (tensors
+        holding values), and ``_template``, the mark of an allocated buffer, is set last: a
+        first add that raises fixes nothing, and the next add allocates afresh."""
         leaf_paths, node_paths, fixed_paths = _leaf_paths(transitions)
+        get_leaves, get_fixed = _getter(leaf_paths), _getter(fixed_paths)
+        leaves = get_leaves(transitions)
+        for name, value in zip([*leaf_paths, *fixed_paths], leaves + get_fixed(transitions)):
+            _refuse_meta(value, name)
         self._leaf_names = leaf_paths
-        self._get_leaves = _getter(leaf_paths)
+        self._get_leaves = get_leaves
         self._get_nodes = _getter(node_paths)
         self._fixed_names = fixed_paths
-        self._get_fixed = _getter(fixed_paths)
+        self._get_fixed = get_fixed
         self._node_types = tuple(type(node) for node in self._get_nodes(transitions))
-        leaves = self._get_leaves(transitions)
         self._layout = [(tuple(t.shape[1:]), t.dtype) for t in leaves]
         self._storage = [
             torch.empty((self.capacity, *shape), dtype=dtype, device=self.device)
@@ -273,8 +294,9 @@ class ReplayBuffer(Generic[ActionT]):
             self._one_row = [(torch.Size((1, *shape)), dtype) for shape, dtype in self._layout]
         # what sample rebuilds: the batched tensors come from the storage, the unbatched
         # fields from here, moved to the buffer's device too
-        self._template = _unbatched_to(transitions, self.device) if fixed_paths else transitions
-        self._fixed_values = self._get_fixed(self._template)
+        template = _unbatched_to(transitions, self.device) if fixed_paths else transitions
+        self._fixed_values = self._get_fixed(template)
+        self._template = template
 
     def _check(self, transitions: Transitions[ActionT], leaves: tuple[Tensor, ...]) -> None:
         template = self._template
@@ -289,19 +311,17 @@ class ReplayBuffer(Generic[ActionT]):
                 f"{type(transitions.action).__name__} (or different observation fields)"
             )
         for name, leaf, (shape, dtype) in zip(self._leaf_names, leaves, self._layout):
-            if (
-                not isinstance(leaf, Tensor)
-                or tuple(leaf.shape[1:]) != shape
-                or leaf.dtype != dtype
-            ):
-                got = (
-                    f"per-item shape {list(leaf.shape[1:])} and dtype {leaf.dtype}"
-                    if isinstance(leaf, Tensor)
-                    else f"a {type(leaf).__name__}"
+            if not isinstance(leaf, Tensor):  # (as at the first add)
+                raise TypeError(
+                    f"ReplayBuffer.add: field {name!r} is a {type(leaf).__name__}, expected "
+                    f"a tensor (convert it with torch.as_tensor)"
                 )
+            _refuse_meta(leaf, name)
+            if tuple(leaf.shape[1:]) != shape or leaf.dtype != dtype:
                 raise ValueError(
-                    f"ReplayBuffer: field {name!r} has {got}, but the buffer stores "
-                    f"{list(shape)} {dtype} (set by the first add)"
+                    f"ReplayBuffer: field {name!r} has per-item shape {list(leaf.shape[1:])} "
+                    f"and dtype {leaf.dtype}, but the buffer stores {list(shape)} {dtype} (set "
+                    f"by the first add)"
                 )
 
     def _check_fixed(self, transitions: Transitions[ActionT]) -> None:
@@ -311,6 +331,7 @@ class ReplayBuffer(Generic[ActionT]):
         except AttributeError:
             return  # not the stored struct types: the type check says so
         for name, value, stored in zip(self._fixed_names, values, self._fixed_values):
+            _refuse_meta(value, name)
             if not _same_value(stored, _to_device(value, self.device)):
                 raise ValueError(
                     f"ReplayBuffer: the unbatched field {name!r} is {value!r}, but the buffer "
@@ -319,7 +340,12 @@ class ReplayBuffer(Generic[ActionT]):
                 )
 
     def add(self, transitions: Transitions[ActionT]) -> None:
-        """Append ``N`` transitions (``[N, ...]``), overwriting the oldest when full."""
+        """Append ``N`` transitions (``[N, ...]``), overwriting the oldest when full.
+
+        Validate everything first, then write: an add that raises (another struct type, a
+        per-item shape or dtype other than the storage's, a field on the meta device, an
+        unbatched field that differs) leaves the buffer as it was, its length, contents and
+        position; a first add that raises does not fix the storage layout."""
         if not isinstance(transitions, Transitions):
             raise TypeError(
                 f"ReplayBuffer.add expects Transitions, got {type(transitions).__name__}"
@@ -372,8 +398,8 @@ class ReplayBuffer(Generic[ActionT]):
                 if leaf.dtype is not dtype or leaf.shape != shape:
                     return False
                 values.append(leaf.tolist()[0])  # (all read before any write)
-        except AttributeError:  # not a tensor: the full check says what it is
-            return False
+        except (AttributeError, NotImplementedError):
+            return False  # not a tensor, or one on the meta device: the full check says so
         position = self._position
         for array, value in zip(arrays, values):  # (checked: no write can fail)
             array[position] = value
@@ -414,6 +440,12 @@ class ReplayBuffer(Generic[ActionT]):
         batch_size = size
         if self._size == 0 or self._template is None:
             raise ValueError("sample: the replay buffer is empty; add transitions first")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"sample: generator must be a torch.Generator or None, got "
+                f"{type(generator).__name__} (the second argument is the generator: "
+                f"sample(batch_size, generator=torch.Generator().manual_seed(seed)))"
+            )
         device = generator.device if generator is not None else self.device
         index = torch.randint(0, self._size, (batch_size,), generator=generator, device=device)
         if index.device != self.device:

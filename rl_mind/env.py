@@ -19,6 +19,10 @@ What the reader must not get wrong: ``terminated`` means the episode reached a t
 state (its value is 0: do not bootstrap); ``truncated`` means it was cut short, e.g. by a
 time limit (bootstrap from ``next_obs``, the true last observation). ``obs`` is what to act
 on next; ``next_obs`` is always the true successor of the observation that was acted on.
+
+Validate first, then act: a bad argument (a seed, a wrapper, the actions of a ``step``) is a
+``ValueError`` or ``TypeError`` raised before any copy is built or stepped, so a rejected call
+leaves the environment as it was.
 """
 
 from __future__ import annotations
@@ -260,6 +264,11 @@ def _actions_to_numpy(value: Tensor) -> np.ndarray:
     """Actions that do not convert as they are (on a GPU, with gradients, or of a dtype
     numpy lacks, as bfloat16) as a numpy array; floating point ones numpy lacks become
     float32, which the action checks then judge."""
+    if value.is_meta:
+        raise ValueError(
+            "step: the actions are on the meta device, which holds no values; compute them "
+            "on a real device (e.g. 'cpu')"
+        )
     value = value.detach().cpu()
     try:
         return value.numpy()
@@ -319,6 +328,58 @@ def _env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
         raise ValueError(f"unknown environment id {env_name!r}: {error}{hint}") from None
 
 
+def _checked_seed(seed: Any, owner: str) -> int | None:
+    """``seed`` as an int >= 0 (a numpy integer too), or None; else a ``TypeError`` (not an
+    int) or a ``ValueError`` (negative) naming ``seed``. (gymnasium takes any int >= 0,
+    however large; it refuses the rest only at the first reset, with its own error.)"""
+    if seed is None:
+        return None
+    value = _as_int(seed)
+    if value is None or value < 0:
+        kind = TypeError if value is None else ValueError
+        raise kind(f"{owner}: seed must be None or an int >= 0, got {seed!r}")
+    return value
+
+
+def _checked_wrappers(wrappers: Any) -> tuple[Callable[..., Any], ...]:
+    """``wrappers`` as a tuple of callables, each checked to return an environment when it
+    is applied (a ``TypeError`` that says what to pass otherwise)."""
+    if callable(wrappers):  # a wrapper class or function alone
+        name = getattr(wrappers, "__name__", type(wrappers).__name__)
+        raise TypeError(
+            f"VecEnv: wrappers must be a list of wrapper constructors, got {name} alone; "
+            f"wrap it in a list: wrappers=[{name}]"
+        )
+    if not isinstance(wrappers, Sequence) or isinstance(wrappers, str):
+        raise TypeError(
+            f"VecEnv: wrappers must be a list or tuple of wrapper constructors (env -> env), "
+            f"got {type(wrappers).__name__}; use () for none"
+        )
+    for i, wrapper in enumerate(wrappers):
+        if not callable(wrapper):
+            raise TypeError(
+                f"VecEnv: wrappers[{i}] is {wrapper!r} ({type(wrapper).__name__}), expected "
+                f"a wrapper constructor (a callable env -> env, e.g. gymnasium.wrappers.TimeLimit)"
+            )
+    return tuple(_returns_an_env(wrapper, i) for i, wrapper in enumerate(wrappers))
+
+
+def _returns_an_env(wrapper: Callable[..., Any], i: int) -> Callable[..., Any]:
+    """``wrapper``, checked to return a gymnasium environment when it is applied."""
+
+    def apply(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
+        wrapped = wrapper(env)
+        if not isinstance(wrapped, gym.Env):
+            raise TypeError(
+                f"VecEnv: wrappers[{i}] returned a {type(wrapped).__name__}, expected the "
+                f"wrapped gymnasium environment (a wrapper function must return the "
+                f"environment it wraps)"
+            )
+        return wrapped
+
+    return apply
+
+
 def _accepts_kwarg(creator: Any, name: str) -> bool:
     try:
         parameters = inspect.signature(creator).parameters
@@ -335,14 +396,16 @@ class VecEnv:
     Args:
         env_name: a registered gymnasium id (``"CartPole-v1"``, ``"rl_mind/PongDuel-v0"``).
         num_envs: the number of copies ``B``.
-        seed: seeds the copies at the first ``reset`` (and the action space), so that runs
-            are reproducible: sync and async copies ``i`` get ``seed + i``; a natively
-            vectorized environment seeds its own generator from ``seed`` (so the same seed
-            may start differently in the two modes).
+        seed: an int >= 0 (of any size, numpy integers too) or None: seeds the copies at
+            the first ``reset`` (and the action space), so that runs are reproducible: sync
+            and async copies ``i`` get ``seed + i``; a natively vectorized environment seeds
+            its own generator from ``seed`` (so the same seed may start differently in the
+            two modes).
         same_step_reset: the auto-reset mode (see the module docstring). Required by
             :class:`~rl_mind.collectors.RolloutCollector`.
-        wrappers: gymnasium wrapper constructors applied to each copy (this disables
-            native vectorization).
+        wrappers: a list of gymnasium wrapper constructors (callables ``env -> env``, such
+            as ``gymnasium.wrappers.TimeLimit`` or a lambda), applied to each copy in order
+            (this disables native vectorization).
         asynchronous: run each copy in its own subprocess (for slow environments).
         device: where the returned tensors live (actions may come from any device).
         **env_kwargs: passed to the environment's constructor (e.g. ``render_mode``).
@@ -370,9 +433,10 @@ class VecEnv:
         num_envs = count
         self._env_name = env_name
         self._num_envs = num_envs
-        self._seed = seed
+        self._seed = _checked_seed(seed, "VecEnv")
         self._same_step_reset = bool(same_step_reset)
         self._device = _checked_device(device, "VecEnv")
+        checked_wrappers = _checked_wrappers(wrappers)
         self._wrappers = tuple(wrappers)
         self._env_kwargs = dict(env_kwargs)
         mode = AutoresetMode.SAME_STEP if same_step_reset else AutoresetMode.NEXT_STEP
@@ -380,7 +444,7 @@ class VecEnv:
 
         spec = _env_spec(env_name, "VecEnv")
 
-        self._gym_env = self._make(spec, mode, list(wrappers), asynchronous, env_kwargs)
+        self._gym_env = self._make(spec, mode, list(checked_wrappers), asynchronous, env_kwargs)
         # sync and async environments rewrite one observation buffer (copy=False, see
         # _make): _step_arrays and _reset_arrays copy it
         self._copy_obs = self._vectorization_mode != "vector_entry_point"
@@ -388,6 +452,11 @@ class VecEnv:
         self._action_space = self._gym_env.single_action_space
         self._convert = _Converter(self._observation_space, self._device)
         self._continuous = isinstance(self._action_space, spaces.Box)
+        self._action_dtype = np.dtype(self._action_space.dtype)  # type: ignore[arg-type]
+        # the largest continuous action the space's dtype holds (see _checked_actions)
+        self._action_limit = (
+            float(np.finfo(self._action_dtype).max) if self._action_dtype.kind == "f" else None
+        )
         self._action_values: frozenset[int] | None = None  # (discrete: see below)
         if isinstance(self._action_space, spaces.Discrete):
             self._action_low = int(self._action_space.start)
@@ -423,8 +492,8 @@ class VecEnv:
         self._last_done: np.ndarray | None = None  # their union, once asked for
         self._needs_reset = True
         self._closed = False
-        if seed is not None:
-            self._action_space.seed(seed)
+        if self._seed is not None:
+            self._action_space.seed(self._seed)
 
     def _make(
         self,
@@ -579,6 +648,7 @@ class VecEnv:
     def _reset_arrays(self, seed: int | None = None) -> Any:
         """``reset`` in gymnasium's numpy arrays (what the collectors record)."""
         self._check_open()
+        seed = _checked_seed(seed, "VecEnv.reset")
         if seed is None and self._needs_reset:
             seed = self._seed
         obs, _info = self._gym_env.reset(seed=seed)
@@ -641,12 +711,23 @@ class VecEnv:
                 )
             if array.dtype.kind != "f":
                 raise ValueError(f"expected floating-point continuous actions, got dtype {dtype}")
-            if not np.isfinite(array).all():
-                bad_rows = np.flatnonzero(~np.isfinite(array).reshape(B, -1).all(1)).tolist()
+            # actions wider than the space's dtype (float64 for float32) must also fit in it:
+            # beyond its range, the cast would turn them into inf (one check does both)
+            wider = array.dtype.itemsize > self._action_dtype.itemsize
+            limit = self._action_limit if wider else None
+            if not (np.isfinite(array).all() if limit is None else (np.abs(array) <= limit).all()):
+                finite = np.isfinite(array).reshape(B, -1).all(1)
+                if not finite.all():
+                    raise ValueError(
+                        f"continuous actions must be finite, got NaN or inf in rows "
+                        f"{np.flatnonzero(~finite).tolist()}"
+                    )
+                outside = np.flatnonzero(np.abs(array).reshape(B, -1).max(1) > limit)
                 raise ValueError(
-                    f"continuous actions must be finite, got NaN or inf in rows {bad_rows}"
+                    f"continuous actions must fit the action space's dtype {self._action_dtype} "
+                    f"(|a| <= {limit:.4g}), got {_bad_values(array, outside)}"
                 )
-            return array.astype(self._action_space.dtype, copy=False)  # type: ignore[arg-type]
+            return array.astype(self._action_dtype, copy=False)
         if array.shape != (B,):
             hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
             raise ValueError(
@@ -671,7 +752,10 @@ class VecEnv:
     def step(self, actions: Tensor | Action) -> EnvStep:
         """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float).
 
-        Bad actions raise a ``ValueError`` before anything reaches gymnasium.
+        Validate everything first, then step: bad actions (wrong shape or dtype, a discrete
+        action out of range, a continuous one not finite or beyond the space's dtype,
+        actions on the meta device) raise a ``ValueError`` (``TypeError`` for what is not a
+        tensor) before any copy steps, and leave the environment as it was.
         """
         pending = self._reset_pending()
         obs_np, reward_np, terminated_np, truncated_np, final = self._step_arrays(actions)

@@ -368,6 +368,31 @@ def test_an_actor_that_ignores_its_rows_gets_a_clear_error():
                 collector.collect(1)
 
 
+class MetaActions(Actor[Action]):
+    """An actor whose actions are on the meta device (shapes, no values)."""
+
+    def forward(self, obs: Tensor) -> Action:
+        return Action(torch.zeros(len(obs), dtype=torch.long, device="meta"))
+
+
+@pytest.mark.parametrize(
+    ("collector_type", "n"),
+    [
+        (TransitionCollector, 1),
+        (TransitionCollector, 4),
+        (RolloutCollector, 4),
+        (EpisodeCollector, 2),
+    ],
+)
+def test_actions_on_the_meta_device_get_the_environment_s_clear_error(collector_type, n):
+    same_step_reset = collector_type is RolloutCollector
+    with (
+        counter(3, "box", same_step_reset=same_step_reset) as env,
+        pytest.raises(ValueError, match="actions are on the meta device, which holds no"),
+    ):
+        collector_type(env, MetaActions()).collect(n)
+
+
 # ---------------------------------------------------------------------- RolloutCollector
 def check_rollout_sequence(
     rollouts: list[Rollout[Action]], B: int

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
+from math import inf
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -218,6 +221,128 @@ def test_set_checks_every_field_before_writing_any():
         assert torch.equal(got, old)
 
 
+def test_set_refuses_values_the_struct_would_truncate_and_takes_integers_into_floats():
+    s = make(2)
+    before = [t.clone() for t in leaves(s)]
+    half = Inner(torch.full((2, 2), 0.5), torch.zeros(2))  # float into the long field 'a'
+    with pytest.raises(
+        ValueError,
+        match=r"field 'inner.a' is torch.float32, which the struct's torch.int64 tensor would "
+        r"truncate; convert it first, e.g. value.round\(\).to\(torch.int64\)",
+    ):
+        s.set_(slice(None), dataclasses.replace(make(2, 1), inner=half))
+    with pytest.raises(ValueError, match=r"'x' is torch.complex64.*float32.*value.real"):
+        s.set_(slice(None), dataclasses.replace(make(2, 1), x=torch.ones(2, 3, dtype=torch.cfloat)))
+    with pytest.raises(ValueError, match=r"'flag' is torch.int64.*torch.bool.*value != 0"):
+        s.set_(slice(None), dataclasses.replace(make(2, 1), flag=torch.ones(2, dtype=torch.long)))
+    for got, old in zip(leaves(s), before):
+        assert torch.equal(got, old)
+    # an integer value goes into a float field (nothing is lost), a float64 into float32
+    whole = dataclasses.replace(make(2, 1), x=torch.arange(6).view(2, 3))
+    s.set_(slice(None), whole)
+    assert s.x.dtype == torch.float32 and s.x.tolist() == [[0, 1, 2], [3, 4, 5]]
+    s.set_(0, dataclasses.replace(make(2, 1), x=torch.ones(2, 3, dtype=torch.float64))[0])
+    assert s.x[0].tolist() == [1, 1, 1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Narrow(TensorStruct):
+    small: Tensor  # [N] uint8
+    half: Tensor  # [N] float16
+
+
+def test_set_refuses_values_outside_a_narrower_dtype_and_takes_those_inside():
+    s = Narrow(torch.zeros(3, dtype=torch.uint8), torch.zeros(3, dtype=torch.float16))
+    for small, half, message in [
+        (
+            [1, 300, 2],
+            [0.0] * 3,
+            r"'small' holds values outside \[0, 255\], the range of the "
+            r"struct's torch.uint8 tensor.*value.clamp\(0, 255\)",
+        ),
+        ([1, -1, 2], [0.0] * 3, r"'small' holds values outside \[0, 255\]"),
+        ([1, 2, 3], [1e5, 0.0, 0.0], r"'half' holds values outside \[-65504, 65504\]"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            s.set_(slice(None), Narrow(torch.tensor(small), torch.tensor(half)))
+        assert s.small.tolist() == [0, 0, 0] and s.half.tolist() == [0, 0, 0]
+    # inside the range (inf and NaN stay what they are), from wider dtypes: written
+    s.set_(slice(None), Narrow(torch.tensor([1, 255, 0]), torch.tensor([1.5, inf, 0.0]).double()))
+    assert s.small.tolist() == [1, 255, 0] and s.half.tolist() == [1.5, inf, 0.0]
+
+
+def test_set_refuses_a_value_on_another_device_and_writes_no_field():
+    s = make(3)
+    before = [t.clone() for t in leaves(s)]
+    value = make(2, 1)
+    on_meta = dataclasses.replace(value, inner=Inner(value.inner.a, value.inner.b.to("meta")))
+    with pytest.raises(
+        ValueError,
+        match=r"field 'inner.b' is on meta, the struct's tensor on cpu; the meta device holds no "
+        r"values to write",
+    ):
+        s.set_(slice(0, 2), on_meta)
+    for got, old in zip(leaves(s), before):  # 'x', 'flag' and 'inner.a' were not written
+        assert torch.equal(got, old)
+    # (a struct elsewhere, as on a GPU: the meta device stands in for one)
+    with pytest.raises(ValueError, match=r"'x' is on cpu, the struct's tensor on meta; move it"):
+        s.to("meta").set_(slice(0, 2), value)
+
+
+def bits(t: Tensor) -> Tensor:
+    """A tensor's bytes, to compare bit for bit (NaN and -0.0 included)."""
+    return t.contiguous().view(torch.uint8) if t.dtype != torch.bool else t
+
+
+BAD_SET_KINDS = [
+    "shape",
+    "truncating dtype",
+    "out of range",
+    "meta device",
+    "struct type",
+    "not a tensor",
+]
+
+
+@SETTINGS
+@given(n=st.integers(1, 6), seed=seeds, data=st.data())
+def test_a_rejected_set_leaves_every_tensor_bit_for_bit_as_it_was(n, seed, data):
+    s = make(n, seed)
+    s.x[0, 0] = float("nan")  # (the comparison is of bits)
+    before = [bits(t).clone() for t in s.tensors()]
+    picks = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+    index = data.draw(st.sampled_from([torch.tensor(picks), slice(0, len(picks)), picks]))
+    value = make(len(picks), seed + 1)
+    kind = data.draw(st.sampled_from(BAD_SET_KINDS))
+    field = data.draw(st.sampled_from(["x", "flag", "inner.a", "inner.b"]))
+    path = field.split(".")
+
+    def replaced(bad: object) -> Outer:
+        if len(path) == 1:
+            return dataclasses.replace(value, **{field: bad})
+        return dataclasses.replace(value, inner=dataclasses.replace(value.inner, **{path[1]: bad}))
+
+    good = operator.attrgetter(field)(value)
+    if kind == "shape":
+        bad_value, error = replaced(good[..., None].expand(*good.shape, 2)), ValueError
+    elif kind == "truncating dtype":
+        wider = torch.float64 if field in ("inner.a", "flag") else torch.cfloat
+        bad_value, error = replaced(good.to(wider) + 0.5), ValueError
+    elif kind == "out of range":  # (a float64 beyond float32: only float fields have one)
+        if field not in ("x", "inner.b"):
+            field, path, good = "x", ["x"], value.x
+        bad_value, error = replaced(torch.full_like(good, -1e300, dtype=torch.float64)), ValueError
+    elif kind == "meta device":
+        bad_value, error = replaced(good.to("meta")), ValueError
+    elif kind == "struct type":
+        bad_value, error = dataclasses.replace(value, inner=Other(value.inner.b)), TypeError
+    else:
+        bad_value, error = replaced(good.tolist()), TypeError
+    with pytest.raises(error):
+        s.set_(index, bad_value)
+    assert all(torch.equal(bits(t), old) for t, old in zip(s.tensors(), before))
+
+
 # ---------------------------------------------------------------------- cat, stack
 @SETTINGS
 @given(seed=seeds, parts=st.lists(st.integers(0, 4), min_size=1, max_size=5))
@@ -359,6 +484,49 @@ def test_to_dtype_converts_floats_only_and_to_device_keeps_values(n, seed):
     assert s.to(dtype=torch.float16).x.dtype == torch.float16
 
 
+@pytest.mark.parametrize(
+    "convert",
+    [
+        lambda s: s.to("cpu", torch.float64),
+        lambda s: s.to(device="cpu", dtype=torch.float64),
+        lambda s: s.to(torch.float64, copy=True),
+        lambda s: s.to(torch.device("cpu"), torch.float64, False, True),
+        lambda s: s.to(torch.zeros(1, dtype=torch.float64)),  # another tensor's dtype
+    ],
+    ids=["device, dtype", "keywords", "dtype, copy", "positional flags", "tensor"],
+)
+def test_to_with_a_dtype_in_any_form_converts_floats_only(convert):
+    s = make(3)
+    d = convert(s)
+    assert d.x.dtype == torch.float64 and d.inner.b.dtype == torch.float64
+    assert d.scale.dtype == torch.float64
+    assert d.inner.a.dtype == torch.long and d.flag.dtype == torch.bool  # kept as they are
+    assert torch.equal(d.inner.a, s.inner.a) and torch.equal(d.flag, s.flag)
+    assert torch.equal(d.x, s.x.double())
+
+
+def test_to_copy_copies_and_to_keeps_the_struct_s_metadata():
+    s = make(2, name="kept")
+    c = s.to("cpu", copy=True)
+    assert c.name == "kept" and c.x.data_ptr() != s.x.data_ptr() and torch.equal(c.x, s.x)
+    assert s.to("cpu").x is s.x  # (no copy asked for, none made)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_to_a_device_this_machine_lacks_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"Outer.to: device 'cuda' is not available.*use 'cpu'"):
+        make(2).to("cuda")
+    with pytest.raises(ValueError, match=r"device 'cuda:x' is not a torch device"):
+        make(2).to("cuda:x")
+
+
+def test_to_from_the_meta_device_says_there_are_no_values_to_copy():
+    on_meta = make(2).to("meta")  # (meta to meta is torch's own: shapes only)
+    assert on_meta.x.is_meta and on_meta.inner.a.dtype == torch.long
+    with pytest.raises(ValueError, match="Outer.to: a tensor is on the meta device, which holds"):
+        on_meta.to("cpu")
+
+
 @SETTINGS
 @given(n=st.integers(1, 8), seed=seeds)
 def test_clone_is_deep_and_detach_shares_storage(n, seed):
@@ -403,6 +571,21 @@ def test_unsqueeze_flatten_leading_and_device():
     assert flat.x.shape == (6, 3) and len(flat) == 6
     assert torch.equal(flat.inner.a[3:], make(3, 2).inner.a)  # row t * B + b
     assert s.device == torch.device("cpu")
+
+
+def test_flatten_leading_checks_n_dims_against_every_batched_field():
+    stacked = Outer.stack([make(3, 1), make(3, 2)])  # x [2, 3, 3], flag [2, 3]: at most 2
+    assert stacked.flatten_leading(1).x.shape == (2, 3, 3)  # nothing merged
+    for n_dims in (0, -1, 3):
+        with pytest.raises(
+            ValueError,
+            match=rf"Outer.flatten_leading: n_dims must be an int from 1 to 2 .*got {n_dims}$",
+        ):
+            stacked.flatten_leading(n_dims)
+    for n_dims in ("2", 2.0, True):
+        with pytest.raises(TypeError, match="n_dims must be an int from 1 to 2"):
+            stacked.flatten_leading(n_dims)  # type: ignore[arg-type]
+    assert stacked.flatten_leading(np.int64(2)).x.shape == (6, 3)
 
 
 # ---------------------------------------------------------------------- actions, actors

@@ -222,6 +222,119 @@ def test_a_first_add_of_non_tensor_fields_is_refused_and_leaves_the_buffer_usabl
     assert len(buffer) == 2 and stored_ids(buffer) == {0, 1}
 
 
+def test_a_first_add_on_the_meta_device_is_refused_and_fixes_no_storage_layout():
+    buffer: ReplayBuffer[StochasticAction] = ReplayBuffer(4)
+    meta = transitions([0, 1], obs_dim=4)
+    meta = dataclasses.replace(meta, next_obs=meta.next_obs.to("meta"))
+    with pytest.raises(
+        ValueError, match="ReplayBuffer.add: field 'next_obs' is on the meta device, which holds"
+    ):
+        buffer.add(meta)
+    assert len(buffer) == 0
+    buffer.add(transitions([0, 1], obs_dim=3))  # another per-item shape: the first layout
+    assert len(buffer) == 2 and stored_ids(buffer) == {0, 1}
+    with pytest.raises(ValueError, match="on the meta device"):  # and on a later add
+        buffer.add(dataclasses.replace(transitions([2]), reward=torch.zeros(1, device="meta")))
+    assert len(buffer) == 2 and stored_ids(buffer) == {0, 1}
+
+
+def test_an_unbatched_field_on_the_meta_device_is_refused():
+    buffer: ReplayBuffer[ScaledAction] = ReplayBuffer(4)
+    good = scaled([0, 1], [2.0, 3.0])
+    meta = dataclasses.replace(
+        good, action=dataclasses.replace(good.action, scale=good.action.scale.to("meta"))
+    )
+    with pytest.raises(ValueError, match="field 'action.scale' is on the meta device"):
+        buffer.add(meta)  # at the first add
+    buffer.add(good)
+    with pytest.raises(ValueError, match="field 'action.scale' is on the meta device"):
+        buffer.add(meta)  # at a later one
+    assert len(buffer) == 2 and set(ids_of(buffer.sample(64))) == {0, 1}
+
+
+def test_sample_names_a_generator_that_is_not_one():
+    buffer: ReplayBuffer[StochasticAction] = ReplayBuffer(4)
+    buffer.add(transitions([1, 2]))
+    for generator in (0, 1.5, "g"):
+        with pytest.raises(
+            TypeError, match=r"sample: generator must be a torch.Generator or None, got"
+        ):
+            buffer.sample(4, generator)  # type: ignore[arg-type]
+
+
+BAD_ADD_KINDS = ["shape", "dtype", "meta device", "action type", "not a tensor"]
+
+
+def bad_add(kind: str, field: str, ids: list[int]) -> tuple[Transitions[StochasticAction], type]:
+    """A batch of transitions wrong in ``field`` (one of its tensors), with the error it must
+    raise; "meta device" and "not a tensor" are wrong in an empty buffer too."""
+    good = transitions(ids, obs_dim=4 if kind == "meta device" else 3)  # (another layout)
+    path = field.split(".")
+    value = operator.attrgetter(field)(good)
+
+    def replaced(bad: object) -> Transitions[StochasticAction]:
+        if len(path) == 1:
+            return dataclasses.replace(good, **{field: bad})
+        action = dataclasses.replace(good.action, **{path[1]: bad})
+        return dataclasses.replace(good, action=action)
+
+    if kind == "shape":
+        return replaced(value[..., None].expand(*value.shape, 2)), ValueError
+    if kind == "dtype":
+        return replaced(value.double() if value.is_floating_point() else value.int()), ValueError
+    if kind == "meta device":
+        return replaced(value.to("meta")), ValueError
+    if kind == "action type":
+        return dataclasses.replace(good, action=Action(good.action.value)), TypeError
+    return replaced(value.numpy()), TypeError
+
+
+@SETTINGS
+@given(
+    capacity=st.integers(1, 6),
+    adds=st.lists(st.integers(0, 7), min_size=0, max_size=4),
+    kind=st.sampled_from(BAD_ADD_KINDS),
+    field=st.sampled_from(["obs", "action.value", "action.log_prob", "reward", "terminated"]),
+    bad_size=st.integers(1, 8),
+    later=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+)
+@example(capacity=3, adds=[], kind="meta device", field="obs", bad_size=2, later=[1])
+@example(capacity=3, adds=[2], kind="shape", field="obs", bad_size=1, later=[1, 1])
+def test_a_rejected_add_leaves_the_buffer_as_one_that_never_saw_it(
+    capacity, adds, kind, field, bad_size, later
+):
+    """A rejected add (into an empty buffer too), then the same valid adds: the buffer
+    holds bit for bit what a twin buffer holds that never saw the rejected one."""
+    if not any(adds) and kind not in ("meta device", "not a tensor"):
+        kind = "meta device"  # (in an empty buffer, any layout is a valid first one)
+    tried: ReplayBuffer[StochasticAction] = ReplayBuffer(capacity)
+    twin: ReplayBuffer[StochasticAction] = ReplayBuffer(capacity)
+    next_id = 0
+    for n in adds:
+        batch = transitions(list(range(next_id, next_id + n)))
+        next_id += n
+        tried.add(batch)
+        twin.add(batch)
+    size = len(tried)
+    bad, error = bad_add(kind, field, list(range(100, 100 + bad_size)))
+    with pytest.raises(error):
+        tried.add(bad)
+    assert len(tried) == size
+    for n in later:  # the ring position did not move: the next adds land where the twin's do
+        batch = transitions(list(range(next_id, next_id + n)))
+        next_id += n
+        tried.add(batch)
+        twin.add(batch)
+        got = tried.sample(32, generator=torch.Generator().manual_seed(n))
+        want = twin.sample(32, generator=torch.Generator().manual_seed(n))
+        assert len(tried) == len(twin)
+        for u, v in zip(got.tensors(), want.tensors()):
+            assert torch.equal(
+                u.view(torch.uint8) if u.dtype != torch.bool else u,
+                v.view(torch.uint8) if v.dtype != torch.bool else v,
+            )
+
+
 @pytest.mark.parametrize("obs_dim", [3, 40])  # small items go through Python scalars
 def test_a_single_transition_is_stored_exactly_and_checked_like_any_add(obs_dim):
     buffer: ReplayBuffer[StochasticAction] = ReplayBuffer(2)
@@ -266,7 +379,11 @@ def test_a_single_transition_is_stored_exactly_and_checked_like_any_add(obs_dim)
         ),
         (dataclasses.replace(one, action=Action(one.action.value)), TypeError, "with Action"),
         # (a field that cannot be read, after fields that can: nothing is written either)
-        (dataclasses.replace(one, terminated=one.terminated.to("meta")), Exception, "meta"),
+        (
+            dataclasses.replace(one, terminated=one.terminated.to("meta")),
+            ValueError,
+            "field 'terminated' is on the meta device, which holds no values to store",
+        ),
     ]
     before = buffer.sample(256, generator=torch.Generator().manual_seed(1))
     for data, error, message in bad:

@@ -3,12 +3,16 @@ Dict observations, and bad actions (a clear error, and the environment state is 
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rl_mind.core import Action, TensorStruct
 from rl_mind.env import EnvStep, VecEnv, _Converter
@@ -245,6 +249,79 @@ def test_cuda_on_a_machine_without_a_gpu_says_so_and_how_to_pick_the_device():
         VecEnv("CartPole-v1", 2, device="cuda")
 
 
+@pytest.fixture
+def no_environment_built(monkeypatch):
+    """Fails the test if a VecEnv gets as far as building its gymnasium environment."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an environment was built before the arguments were checked")
+
+    monkeypatch.setattr("rl_mind.env.gym.make_vec", refuse)
+
+
+@pytest.mark.parametrize(
+    ("seed", "error"),
+    [(-1, ValueError), ("a", TypeError), (1.5, TypeError), (True, TypeError), ([1], TypeError)],
+)
+def test_a_bad_seed_is_refused_before_any_environment_is_built(seed, error, no_environment_built):
+    with pytest.raises(
+        error, match=re.escape(f"VecEnv: seed must be None or an int >= 0, got {seed!r}")
+    ):
+        VecEnv("CartPole-v1", 2, seed=seed)
+
+
+def test_a_bad_reset_seed_is_refused_and_the_episode_continues():
+    with counter(2) as env:
+        obs = env.reset()
+        for seed, error in ((-1, ValueError), ("a", TypeError), (2.0, TypeError)):
+            with pytest.raises(error, match=r"VecEnv.reset: seed must be None or an int >= 0"):
+                env.reset(seed=seed)
+        step = env.step(torch.tensor([0, 1]))  # the same episodes, one step further
+        assert torch.equal(decode(step.next_obs)[:, 2], decode(obs)[:, 2] + 1)
+        assert torch.equal(decode(step.next_obs)[:, 1], decode(obs)[:, 1])
+
+
+def test_numpy_and_large_int_seeds_are_seeds():
+    # (gymnasium takes any int >= 0, however large)
+    with counter(2, seed=np.int64(7)) as a, counter(2, seed=7) as b:
+        assert rollout_codes(a, 10) == rollout_codes(b, 10)
+        assert a.reset(seed=np.uint32(3)).tolist() == b.reset(seed=3).tolist()
+    with counter(2, seed=10**23) as env, VecEnv("CartPole-v1", 2, seed=10**23) as cartpole:
+        assert env.reset().shape == (2, 4) and cartpole.reset().shape == (2, 4)
+
+
+@pytest.mark.parametrize(
+    ("wrappers", "message"),
+    [
+        (None, r"wrappers must be a list or tuple of wrapper constructors.*got NoneType; use \(\)"),
+        (TimeLimit, r"got TimeLimit alone; wrap it in a list: wrappers=\[TimeLimit\]"),
+        ((5,), r"wrappers\[0\] is 5 \(int\), expected a wrapper constructor"),
+        ("TimeLimit", r"wrappers must be a list or tuple.*got str"),
+    ],
+)
+def test_bad_wrappers_say_what_to_pass_before_any_environment_is_built(
+    wrappers, message, no_environment_built
+):
+    with pytest.raises(TypeError, match=message):
+        VecEnv("CartPole-v1", 2, wrappers=wrappers)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_wrapper_that_returns_no_environment_is_named(asynchronous):
+    def forgets_to_return(env):
+        TimeLimit(env, 5)  # (the wrapped environment is not returned)
+
+    with pytest.raises(TypeError, match=r"wrappers\[1\] returned a NoneType, expected the wrapped"):
+        VecEnv(
+            COUNTER_ID,
+            2,
+            wrappers=[RecordEpisodeStatistics, forgets_to_return],
+            asynchronous=asynchronous,
+        )
+    with VecEnv(COUNTER_ID, 2, wrappers=[lambda env: TimeLimit(env, 5)]) as env:  # a good one
+        assert env.reset().shape == (2, 4) and len(env.wrappers) == 1
+
+
 # ---------------------------------------------------------------------- auto-reset modes
 def check_auto_reset_semantics(env: VecEnv, n_steps: int) -> tuple[int, int]:
     """Step with the counter actor and check every row; returns (#terminated, #truncated)."""
@@ -431,3 +508,97 @@ def test_a_one_dimensional_continuous_action_must_keep_its_last_dim():
         with pytest.raises(ValueError, match=r"got \[2\].*unsqueeze\(-1\)"):
             env.step(torch.zeros(2))
         env.step(torch.zeros(2, 1))
+
+
+def test_float64_actions_beyond_the_space_s_float32_are_refused_before_any_copy_steps():
+    with counter(2, action_kind="box") as env, warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no numpy overflow warning either)
+        obs = env.reset()
+        huge = torch.tensor([[0.0, 0.0], [1e39, 0.0]], dtype=torch.float64)
+        with pytest.raises(
+            ValueError,
+            match=r"must fit the action space's dtype float32 \(\|a\| <= 3.403e\+38\), "
+            r"got \[\[0.0, 0.0\], \[1e\+39, 0.0\]\]",
+        ):
+            env.step(huge)
+        with pytest.raises(ValueError, match="must fit"):
+            env.step(-huge)
+        step = env.step(torch.full((2, 2), 0.5, dtype=torch.float64))  # within range: fine
+        assert step.reward.tolist() == [1.0, 1.0]
+        assert torch.equal(decode(step.next_obs)[:, 2], decode(obs)[:, 2] + 1)
+
+
+@pytest.mark.parametrize("action_kind", ["discrete", "box"])
+def test_actions_on_the_meta_device_are_refused_with_a_clear_error(action_kind):
+    with counter(2, action_kind=action_kind) as env:
+        env.reset()
+        shape = (2,) if action_kind == "discrete" else (2, 2)
+        dtype = torch.long if action_kind == "discrete" else torch.float32
+        meta = torch.zeros(shape, dtype=dtype, device="meta")
+        for actions in (meta, Action(meta)):
+            with pytest.raises(ValueError, match="actions are on the meta device, which holds no"):
+                env.step(actions)
+        env.step(torch.zeros(shape, dtype=dtype))
+
+
+def bad_actions(action_kind: str, num_envs: int) -> list[tuple[object, type[Exception]]]:
+    """One bad action of each kind, with the error it must raise."""
+    if action_kind == "discrete":
+        good = torch.zeros(num_envs, dtype=torch.long)
+        out_of_range = good.clone()
+        out_of_range[-1] = 3
+        return [
+            (good[:-1], ValueError),
+            (good[:, None], ValueError),
+            (out_of_range, ValueError),
+            (good - 1, ValueError),
+            (good.float(), ValueError),
+            (good.bool(), ValueError),
+            (good.to("meta"), ValueError),
+            (good.tolist(), TypeError),
+        ]
+    good = torch.zeros(num_envs, 2)
+    nan, huge = good.clone(), good.double()
+    nan[-1, 0] = float("nan")
+    huge[-1, 1] = 1e300
+    return [
+        (good[:, 0], ValueError),
+        (good[:-1], ValueError),
+        (nan, ValueError),
+        (huge, ValueError),
+        (good.long(), ValueError),
+        (good.to("meta"), ValueError),
+        (good.tolist(), TypeError),
+    ]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    action_kind=st.sampled_from(["discrete", "box"]),
+    same_step_reset=st.booleans(),
+    num_envs=st.integers(1, 4),
+    before=st.integers(0, 8),
+    after=st.integers(1, 8),
+    data=st.data(),
+)
+def test_a_rejected_step_leaves_the_environment_as_a_fresh_one_that_never_saw_it(
+    action_kind, same_step_reset, num_envs, before, after, data
+):
+    """A rejected action, then the same valid actions: the same steps as without it."""
+    if action_kind == "discrete":
+        one_action = st.integers(0, 2)
+    else:
+        one_action = st.lists(st.floats(-1, 1, width=32), min_size=2, max_size=2)
+    actions_of_all = st.lists(one_action, min_size=num_envs, max_size=num_envs).map(torch.tensor)
+    sequence = [data.draw(actions_of_all) for _ in range(before + after)]
+    bad, error = data.draw(st.sampled_from(bad_actions(action_kind, num_envs)))
+    kwargs = {"action_kind": action_kind, "same_step_reset": same_step_reset, "seed": 5}
+    with counter(num_envs, **kwargs) as tried, counter(num_envs, **kwargs) as fresh:
+        assert torch.equal(tried.reset(), fresh.reset())
+        for t, actions in enumerate(sequence):
+            if t == before:
+                with pytest.raises(error):
+                    tried.step(bad)  # type: ignore[arg-type]
+            got, want = tried.step(actions), fresh.step(actions)
+            for u, v in zip(got.tensors(), want.tensors()):
+                assert torch.equal(u, v)

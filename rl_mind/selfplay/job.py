@@ -55,6 +55,7 @@ from rl_mind.selfplay.trainer import (
     best_snapshot,
     default_minutes,
     film_match,
+    take_final_snapshot,
     train_for,
     write_leaderboard,
 )
@@ -353,7 +354,7 @@ def train(
             )
             return SelfPlayRun(folder, checkpoint, trainer, interrupted=True)
         run = SelfPlayRun(folder, checkpoint, trainer, interrupted=False, final_evaluation=final)
-        trainer.take_final_snapshot()  # the final learner joins the leaderboard
+        take_final_snapshot(trainer)  # the final learner joins the leaderboard
         if leaderboard:
             print("round robin of the snapshots and the bots ...")
             board, run.leaderboard_table, run.leaderboard_plot = write_leaderboard(trainer, folder)

@@ -86,10 +86,13 @@ __all__ = [
     "explained_variance",
     "film_match",
     "gae_advantages",
+    "leaderboard",
+    "leaderboard_indices",
     "mirror_observation",
     "network_input",
     "ppo_loss",
     "snapshot_name",
+    "take_final_snapshot",
     "train_for",
     "value_loss",
     "write_leaderboard",
@@ -152,20 +155,11 @@ class SelfPlayConfig:
     @classmethod
     def fast_test(cls, **changes: Any) -> "SelfPlayConfig":
         """Tiny budgets for CI: everything runs in seconds (it learns nothing)."""
-        values: dict[str, Any] = dict(
-            num_envs=8,
-            num_steps=32,
-            minibatch_size=128,
-            update_epochs=2,
-            snapshot_every=2,
-            eval_every_seconds=5.0,
-            eval_matches=4,
-            checkpoint_every_seconds=3.0,
-            leaderboard_snapshots=3,
-            leaderboard_matches=2,
-            video_max_steps=60,
-        )
-        return cls(**(values | changes))
+        tiny = dict(num_envs=8, num_steps=32, minibatch_size=128, update_epochs=2,
+                    snapshot_every=2, eval_every_seconds=5.0, eval_matches=4,
+                    checkpoint_every_seconds=3.0, leaderboard_snapshots=3,
+                    leaderboard_matches=2, video_max_steps=60)  # fmt: skip
+        return cls(**(tiny | changes))
 
     @classmethod
     def for_profile(cls, **changes: Any) -> "SelfPlayConfig":
@@ -245,6 +239,11 @@ def ball_forecast(obs: Tensor) -> Tensor:
     crossing height is the straight-line height folded into the court: a triangle wave of
     period ``4·WALL`` (the rule the ``predictive`` bot plays by).
     """
+    if obs.shape[-1:] != (OBSERVATION_SIZE,):
+        raise ValueError(
+            f"Pong Duel observations are [..., {OBSERVATION_SIZE}] tensors, got shape "
+            f"{tuple(obs.shape)}"
+        )
     ball_x, ball_y = obs[..., 2], obs[..., 3]
     vx, vy = obs[..., 4] * RULES.max_speed, obs[..., 5] * RULES.max_speed  # (observed / max)
     distance = (FACE_X - ball_x * torch.sign(vx)).clamp(min=0.0)  # to the line ahead
@@ -261,11 +260,6 @@ def network_input(obs: Observation, forecast: bool = True) -> Tensor:
         raise TypeError(
             f"network_input: expected a tensor of observations, got {type(obs).__name__} "
             f"(convert with torch.as_tensor(obs))"
-        )
-    if obs.dim() == 0 or obs.shape[-1] != OBSERVATION_SIZE:
-        raise ValueError(
-            f"Pong Duel observations are [..., {OBSERVATION_SIZE}] tensors, got shape "
-            f"{tuple(obs.shape)}"
         )
     return torch.cat([obs, ball_forecast(obs)], dim=-1) if forecast else obs
 
@@ -659,14 +653,16 @@ class SelfPlayTrainer:
     learner, the others the pool.
     """
 
+    env: VecEnv  # the matches in play (new_matches)
+
     def __init__(self, config: SelfPlayConfig | None = None) -> None:
         self.config = config = config if config is not None else SelfPlayConfig.for_profile()
         self.device = torch.device(config.device)
         torch.manual_seed(config.seed)
         self.policy = self.new_policy().to(self.device)
         self.critic = PongCritic(config.hidden_sizes, config.ball_forecast).to(self.device)
-        self.parameters = [*self.policy.parameters(), *self.critic.parameters()]
-        self.optimizer = torch.optim.Adam(self.parameters, lr=config.learning_rate, eps=1e-5)
+        self.learned = [*self.policy.parameters(), *self.critic.parameters()]
+        self.optimizer = torch.optim.Adam(self.learned, lr=config.learning_rate, eps=1e-5)
         self.averaged_policy = copy.deepcopy(self.policy).requires_grad_(False)
         keep_first = config.pool_capacity >= 2  # the random initialisation stays
         self.pool = OpponentPool(
@@ -678,7 +674,6 @@ class SelfPlayTrainer:
         self.eval_history: list[dict[str, float]] = []
         self.online_elo = EloTable(k=4.0, fixed={"random": 0.0})
         self.take_snapshot()  # the random initialisation
-        self.env: VecEnv | None = None
         self.new_matches(config.seed)
 
     def new_policy(self) -> PongPolicy:
@@ -687,7 +682,7 @@ class SelfPlayTrainer:
 
     def new_matches(self, seed: int) -> None:
         """Start fresh matches (a new ``VecEnv`` seeded with ``seed``) for the next rollouts."""
-        if self.env is not None:
+        if hasattr(self, "env"):  # (restarting: the matches in progress are dropped)
             self.env.close()
         B = self.config.num_envs
         self.n_live = round(B * self.config.latest_opponent_probability)
@@ -725,7 +720,7 @@ class SelfPlayTrainer:
                 )  # fmt: skip
                 self.optimizer.zero_grad()
                 loss.backward()
-                nn.utils.clip_grad_norm_(self.parameters, config.max_grad_norm)
+                nn.utils.clip_grad_norm_(self.learned, config.max_grad_norm)
                 self.optimizer.step()
                 for name, value in stats.items():
                     sums[name] = sums.get(name, 0.0) + float(value) / n_minibatches
@@ -801,7 +796,6 @@ class SelfPlayTrainer:
         """Record the matches that ended in the pool (the PFSP statistics); returns whether
         the learner won each one, against the live learner and against the pool."""
         vs_latest, vs_pool = [], []
-        assert self.env is not None
         for match in self.env.gym_unwrapped.pop_results():
             if match.opponent is self.live:
                 vs_latest.append(match.outcome > 0)
@@ -819,11 +813,6 @@ class SelfPlayTrainer:
             {"id": snapshot.id, "step": self.env_steps, "seconds": self.train_seconds,
              "policy": weights}
         )  # fmt: skip
-
-    def take_final_snapshot(self) -> None:
-        """Take a snapshot unless the last one has the learner's current weights."""
-        if self.archive[-1]["step"] != self.env_steps:
-            self.take_snapshot()
 
     def archived_policy(self, index: int) -> PongPolicy:
         """The archived snapshot ``self.archive[index]`` as a frozen :class:`PongPolicy`."""
@@ -849,33 +838,8 @@ class SelfPlayTrainer:
         self.eval_history.append(result)
         return result
 
-    def leaderboard_indices(self, n_snapshots: int | None = None) -> list[int]:
-        """Archive indices of up to ``n_snapshots`` (default ``leaderboard_snapshots``)
-        snapshots evenly spread over the run, the first and the last included."""
-        k = n_snapshots if n_snapshots is not None else self.config.leaderboard_snapshots
-        return sorted({round(i) for i in np.linspace(0, len(self.archive) - 1, max(k, 1))})
-
-    def leaderboard(
-        self, n_snapshots: int | None = None, n_matches: int | None = None, seed: int = 0
-    ) -> tuple[Leaderboard, dict[str, float]]:
-        """Round robin of the :meth:`leaderboard_indices` snapshots, the agent (``AGENT_NAME``,
-        unless ``policy_averaging`` is 0) and the bots, ``n_matches`` (default
-        ``leaderboard_matches``) per pair; Bradley–Terry ratings anchored at ``random = 0``.
-        Returns the leaderboard and the training step of each snapshot."""
-        n = n_matches if n_matches is not None else self.config.leaderboard_matches
-        players: dict[str, Any] = {bot: bot for bot in BOTS}
-        steps: dict[str, float] = {}
-        for i in self.leaderboard_indices(n_snapshots):
-            name = snapshot_name(self.archive[i])
-            players[name], steps[name] = self.archived_policy(i), float(self.archive[i]["step"])
-        if self.config.policy_averaging > 0:
-            players[AGENT_NAME] = self.averaged_policy
-        results = round_robin(players, n, seed=seed)
-        return bradley_terry(results.wins, results.draws, results.names, anchor="random"), steps
-
     def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
+        self.env.close()
 
 
 # %% [markdown]
@@ -1021,14 +985,48 @@ if __name__ == "__main__":
 
 
 # %%
+def leaderboard_indices(trainer: SelfPlayTrainer, n_snapshots: int | None = None) -> list[int]:
+    """Archive indices of up to ``n_snapshots`` (default ``leaderboard_snapshots``)
+    snapshots evenly spread over the run, the first and the last included."""
+    k = n_snapshots if n_snapshots is not None else trainer.config.leaderboard_snapshots
+    return sorted({round(i) for i in np.linspace(0, len(trainer.archive) - 1, max(k, 1))})
+
+
+def leaderboard(
+    trainer: SelfPlayTrainer,
+    n_snapshots: int | None = None,
+    n_matches: int | None = None,
+    seed: int = 0,
+) -> tuple[Leaderboard, dict[str, float]]:
+    """Round robin of the :func:`leaderboard_indices` snapshots, the agent (``AGENT_NAME``,
+    unless ``policy_averaging`` is 0) and the bots, ``n_matches`` (default
+    ``leaderboard_matches``) per pair; Bradley–Terry ratings anchored at ``random = 0``.
+    Returns the leaderboard and the training step of each snapshot."""
+    n = n_matches if n_matches is not None else trainer.config.leaderboard_matches
+    players: dict[str, Any] = {bot: bot for bot in BOTS}
+    steps: dict[str, float] = {}
+    for i in leaderboard_indices(trainer, n_snapshots):
+        name = snapshot_name(trainer.archive[i])
+        players[name], steps[name] = trainer.archived_policy(i), trainer.archive[i]["step"]
+    if trainer.config.policy_averaging > 0:
+        players[AGENT_NAME] = trainer.averaged_policy
+    results = round_robin(players, n, seed=seed)
+    return bradley_terry(results.wins, results.draws, results.names, anchor="random"), steps
+
+
+def take_final_snapshot(trainer: SelfPlayTrainer) -> None:
+    """Archive the learner as it is now, unless the last snapshot already has its weights."""
+    if trainer.archive[-1]["step"] != trainer.env_steps:
+        trainer.take_snapshot()
+
+
 def write_leaderboard(trainer: SelfPlayTrainer, run_dir: Path) -> tuple[Leaderboard, Path, Path]:
-    """Play :meth:`SelfPlayTrainer.leaderboard` (the learner as it is now joins it as the
-    last snapshot) and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.png``
+    """Play :func:`leaderboard` (the learner as it is now joins it as the last snapshot) and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.png``
     into ``run_dir``; returns the leaderboard and the paths of the table and the plot."""
     from matplotlib.figure import Figure
 
-    trainer.take_final_snapshot()
-    board, steps = trainer.leaderboard(seed=trainer.config.seed)
+    take_final_snapshot(trainer)
+    board, steps = leaderboard(trainer, seed=trainer.config.seed)
     table = run_dir / "leaderboard.md"
     table.write_text(board.to_markdown() + "\n")
     write_csv(run_dir / "leaderboard.csv", [

@@ -29,7 +29,9 @@ default 5): the pool filled with 40 snapshots (as after a few minutes of a run),
 to start the pool matches, then ``--speed-updates`` timed updates, by the wall clock and by
 the process's CPU time (steadier on a shared machine). ``--against DIR`` also runs the same
 measurement on the checkout in DIR (e.g. a ``git worktree`` of an older commit), alternating
-with this one (ABBA order), and gives the ratio::
+with this one (ABBA order), and gives the ratio; ``--unbatched-pool`` also runs this checkout
+with every pool snapshot as an opponent of its own (the game then plays each one on its
+matches with a forward pass of its own), to show what the batched ``PoolOpponent`` buys::
 
     git worktree add /tmp/before <commit>
     python tests/benchmarks/bench_selfplay.py --speed --rounds 7 --against /tmp/before
@@ -56,7 +58,14 @@ import numpy as np
 import torch
 
 from rl_mind.selfplay import play_matches
-from rl_mind.selfplay.trainer import BOTS, SelfPlayConfig, SelfPlayTrainer
+from rl_mind.selfplay.trainer import (
+    BOTS,
+    SelfPlayConfig,
+    SelfPlayTrainer,
+    leaderboard,
+    leaderboard_indices,
+    take_final_snapshot,
+)
 
 # (bot, threshold, target minutes, kind): "within" = first reached by then; "after" = the
 # evaluation at that time (the last one for a shorter run) is at or above the threshold.
@@ -104,9 +113,8 @@ def run_seed(
         }
         for bot in BOTS:
             match_seed = 10_000 + trainer.updates
-            row[bot] = play_matches(
-                trainer.averaged_policy, bot, eval_matches, seed=match_seed
-            ).win_rate
+            stats = play_matches(trainer.averaged_policy, bot, eval_matches, seed=match_seed)
+            row[bot], row[f"score_{bot}"] = stats.win_rate, stats.score
             row[f"learner_{bot}"] = play_matches(
                 trainer.policy, bot, eval_matches, seed=match_seed
             ).win_rate
@@ -150,14 +158,14 @@ def run_seed(
         key: float(np.mean([row[key] for row in second_half]))
         for key in (*BOTS, *(f"learner_{bot}" for bot in BOTS))
     }
-    trainer.take_final_snapshot()
-    board, steps = trainer.leaderboard(n_snapshots=snapshots, n_matches=rr_matches, seed=seed)
+    take_final_snapshot(trainer)
+    board, steps = leaderboard(trainer, n_snapshots=snapshots, n_matches=rr_matches, seed=seed)
     names = sorted(steps, key=lambda name: steps[name])
     ratings = [board.rating(name) for name in names]
     rho = spearman([steps[n] for n in names], ratings)
     # the last snapshot against every earlier one of the round robin (fresh matches, as many
     # as an evaluation against a bot: 100 matches give a ±5% standard error)
-    *earlier, last_index = trainer.leaderboard_indices(snapshots)
+    *earlier, last_index = leaderboard_indices(trainer, snapshots)
     last = trainer.archived_policy(last_index)
     last_vs = []
     for i in earlier:
@@ -229,10 +237,17 @@ def parse_changes(items: list[str]) -> dict[str, Any]:
     return changes
 
 
-def speed_once(changes: dict[str, Any], updates: int) -> dict[str, float]:
+def speed_once(changes: dict[str, Any], updates: int, unbatched: bool) -> dict[str, float]:
     """One measurement of ``--speed`` (in this process, torch at one thread); it uses only
-    what older checkouts of the trainer have too."""
+    what older checkouts of the trainer have too (but for ``unbatched``)."""
     torch.set_num_threads(1)
+    if unbatched:  # each pool match against its snapshot's own policy; no PFSP results
+
+        def sample_opponent(self: SelfPlayTrainer, env_index: int) -> Any:
+            return self.live if env_index < self.n_live else self.pool.sample().policy
+
+        SelfPlayTrainer.sample_opponent = sample_opponent  # type: ignore[assignment,method-assign]
+        SelfPlayTrainer.credit_results = lambda self: ([], [])  # type: ignore[assignment,method-assign]
     trainer = SelfPlayTrainer(SelfPlayConfig(seed=0, **changes))
     generator = torch.Generator().manual_seed(1)
     for _ in range(39):  # different snapshots (small steps from the initial weights)
@@ -252,16 +267,20 @@ def speed_once(changes: dict[str, Any], updates: int) -> dict[str, float]:
 
 
 def speed(
-    changes: dict[str, Any], rounds: int, updates: int, against: str | None
+    changes: dict[str, Any], rounds: int, updates: int, against: str | None, unbatched: bool
 ) -> dict[str, Any]:
     """``--speed``: game steps/s of the training in fresh processes, of this checkout and
-    (``against``) of another one, alternating; medians and the ratio."""
+    (``against``) of another one, or (``unbatched``) of this one with an unbatched pool,
+    alternating; medians and the ratios to this checkout."""
     here = str(Path(__file__).resolve().parents[2])
     checkouts = {"this checkout": here} | ({"against": against} if against else {})
+    if unbatched:
+        checkouts["unbatched pool"] = here
     results = {name: {"wall": [], "cpu": []} for name in checkouts}  # type: ignore[var-annotated]
     for round_ in range(rounds):
         for name in list(checkouts)[:: 1 if round_ % 2 == 0 else -1]:  # (ABBA: no order bias)
-            command = [sys.executable, __file__, "--speed-once", json.dumps(changes), str(updates)]
+            command = [sys.executable, __file__, "--speed-once", json.dumps(changes),
+                       str(updates), str(name == "unbatched pool")]  # fmt: skip
             env = dict(os.environ, PYTHONPATH=checkouts[name])
             out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
             measured = json.loads(out.stdout.strip().splitlines()[-1])
@@ -273,9 +292,12 @@ def speed(
     medians = {name: {clock: statistics.median(v) for clock, v in r.items()}
                for name, r in results.items()}  # fmt: skip
     for clock in ("wall", "cpu"):
-        line = ", ".join(f"{name} {m[clock]:,.0f}" for name, m in medians.items())
-        if against:
-            line += f": ratio {medians['this checkout'][clock] / medians['against'][clock]:.2f}"
+        here_median = medians["this checkout"][clock]
+        line = ", ".join(
+            f"{name} {m[clock]:,.0f}" + ("" if name == "this checkout" else
+                                         f" (this checkout / it: {here_median / m[clock]:.2f})")
+            for name, m in medians.items()
+        )  # fmt: skip
         print(f"median game steps/s by the {clock} clock: {line}")
     return {"checkouts": checkouts, "speed": results, "medians": medians,
             "load_average": os.getloadavg()}  # fmt: skip
@@ -301,8 +323,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="--speed: fresh processes each")
     parser.add_argument("--speed-updates", type=int, default=12, help="--speed: timed updates")
     parser.add_argument("--against", default=None, help="--speed: another checkout, compared")
-    if len(sys.argv) == 4 and sys.argv[1] == "--speed-once":  # (a --speed child process)
-        measured = speed_once(json.loads(sys.argv[2]), int(sys.argv[3]))
+    parser.add_argument(
+        "--unbatched-pool", action="store_true", help="--speed: also without PoolOpponent"
+    )
+    if len(sys.argv) == 5 and sys.argv[1] == "--speed-once":  # (a --speed child process)
+        measured = speed_once(json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "True")
         print(json.dumps(measured))
         return
     args = parser.parse_args()
@@ -310,7 +335,7 @@ def main() -> None:
     if args.pool_sampling is not None:
         changes["pool_sampling"] = args.pool_sampling
     if args.speed:
-        result = speed(changes, args.rounds, args.speed_updates, args.against)
+        result = speed(changes, args.rounds, args.speed_updates, args.against, args.unbatched_pool)
         if args.out:
             with open(args.out, "w") as file:
                 json.dump(result, file, indent=1)

@@ -356,9 +356,10 @@ class PongCritic(nn.Module):
 # - `LiveOpponent`, the live learner on the opponent's side of its copies. Those moves are
 #   on-policy too, so it keeps them, and we train on both sides of those matches;
 # - `PoolOpponent`, every snapshot in play at once. About 35 different snapshots play its
-#   64 matches at each step, and one small forward pass each would make the training about
-#   twice as slow; so each of its copies holds the weights of the snapshot it plays, and
-#   one batched matrix product per layer plays them all.
+#   64 matches at each step, and one small forward pass each would make the whole training
+#   about three times slower (`bench_selfplay.py --speed --unbatched-pool`); so each of its
+#   copies holds the weights of the snapshot it plays, and one batched matrix product per
+#   layer plays them all. It is the one speed trick here.
 
 
 # %%

@@ -58,14 +58,7 @@ import numpy as np
 import torch
 
 from rl_mind.selfplay import play_matches
-from rl_mind.selfplay.trainer import (
-    BOTS,
-    SelfPlayConfig,
-    SelfPlayTrainer,
-    leaderboard,
-    leaderboard_indices,
-    take_final_snapshot,
-)
+from rl_mind.selfplay.trainer import BOTS, SelfPlayConfig, SelfPlayTrainer
 
 # (bot, threshold, target minutes, kind): "within" = first reached by then; "after" = the
 # evaluation at that time (the last one for a shorter run) is at or above the threshold.
@@ -98,6 +91,9 @@ def run_seed(
     rr_matches: int,
     changes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    # (imported here: --speed --against runs older checkouts, which lack them)
+    from rl_mind.selfplay.trainer import leaderboard, leaderboard_indices, take_final_snapshot
+
     torch.set_num_threads(1)
     trainer = SelfPlayTrainer(SelfPlayConfig(seed=seed, **(changes or {})))
     checkpoints = [m for m in CHECKPOINT_MINUTES if m < minutes] + [minutes]

@@ -79,6 +79,10 @@ from rl_mind.selfplay import (
     round_robin,
 )
 
+# --- the class arena (submissions as data)
+# isort: split
+from rl_mind.arena.submission import export_agent
+
 __version__ = "0.5.0"
 
 __all__ = [
@@ -149,4 +153,6 @@ __all__ = [
     "elo_expected_score",
     "play_matches",
     "round_robin",
+    # the class arena
+    "export_agent",
 ]

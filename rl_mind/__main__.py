@@ -14,6 +14,8 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "selfplay": ("rl_mind.selfplay.job", "train PPO on Pong Duel by self-play (the main job)"),
     "practical": ("rl_mind.practicals", "generate student and solution notebooks from a source"),
+    "arena": ("rl_mind.arena.run", "rate a class's Pong Duel submissions: leaderboard, gradebook"),
+    "play": ("rl_mind.arena.play", "play Pong Duel with the keyboard against an agent"),
 }
 
 

@@ -19,9 +19,14 @@ What the reader must not get wrong:
   actor's train/eval modes are restored afterwards, its ``requires_grad`` flags untouched.
 - A checkpoint is written to a temporary file in the same folder, flushed to disk, then
   renamed over the old one: a crash in the middle of a save leaves the previous checkpoint
-  intact. It is read with ``torch.load(..., weights_only=True)``: opening a checkpoint
-  someone sent you never runs their code, and a truncated or corrupt file is refused with
-  an error naming it.
+  intact. It holds ``torch.save``'s bytes of the object with their SHA-256 checksum, and is
+  read with ``torch.load(..., weights_only=True)``: opening a checkpoint someone sent you
+  never runs their code, and a truncated or corrupt file is a :class:`CheckpointError`
+  naming it, never loaded (the checksum is checked before anything is rebuilt).
+- **Validate everything first, then mutate**: a call that raises leaves every object and
+  every file as it was. :func:`save_checkpoint` refuses, before touching the file, what
+  :func:`load_checkpoint` would refuse; :meth:`Evaluator.run` writes ``best_actor.pt``
+  before it records anything, so an evaluation whose save fails is not recorded at all.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import hashlib
+import io
 import os
 import pickle
 import tempfile
@@ -70,7 +77,14 @@ Wrapper = Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]
 
 # ====================================================================== checkpoints
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read safely (truncated, corrupt, or unsafe)."""
+    """A checkpoint file that cannot be read safely (truncated, corrupt, unverifiable or
+    unsafe). Its message is one line that names the file and says that it was not loaded."""
+
+
+# A checkpoint file is an ordinary torch file holding a dict of three entries: this format
+# name, "content" (torch.save's bytes of the saved object, as a uint8 tensor) and "sha256"
+# (their checksum), so that damage anywhere in the content is found before it is unpickled.
+_CHECKPOINT_FORMAT = "rl-mind checkpoint 1"
 
 
 # Types that ``torch.load(..., weights_only=True)`` reads back.
@@ -105,7 +119,7 @@ def _check_key(part: Any, key: Any, where: str) -> None:
 def _check_checkpointable(obj: Any, where: str) -> None:
     """Raise a TypeError naming the first value that weights_only loading would refuse."""
     kind = type(obj)
-    if isinstance(obj, _LEAF_TYPES) and (kind in _LEAF_TYPES or isinstance(obj, Tensor)):
+    if kind in _LEAF_TYPES or kind is nn.Parameter:
         return
     if kind in (dict, OrderedDict):
         for key, value in obj.items():
@@ -124,6 +138,8 @@ def _check_checkpointable(obj: Any, where: str) -> None:
         hint = "save module.state_dict() instead"
     elif isinstance(obj, torch.optim.Optimizer):
         hint = "save optimizer.state_dict() instead"
+    elif isinstance(obj, Tensor):
+        hint = "it is a Tensor subclass: save value.as_subclass(torch.Tensor) instead"
     else:
         hint = "convert it to tensors, numbers, strings, lists or dicts"
     raise TypeError(
@@ -133,29 +149,40 @@ def _check_checkpointable(obj: Any, where: str) -> None:
 
 
 def save_checkpoint(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """Write ``obj`` to ``path`` atomically; returns the absolute path.
+    """Write ``obj`` to ``path`` atomically, with a checksum; returns the absolute path.
 
     ``obj`` is a (nested) dict / list / tuple of tensors, numbers, strings, bools and
     ``None`` (a ``state_dict()`` of a module or an optimizer, step counters, RNG states as
     tensors...), anything ``torch.load(..., weights_only=True)`` reads back; other values
-    are refused with a ``TypeError`` naming where they are (``obj['rng'][1]``).
+    (a module, a numpy array, a ``Tensor`` subclass) are refused with a ``TypeError``
+    naming where they are (``obj['rng'][1]``). ``obj`` is serialized and read back in
+    memory first, as :func:`load_checkpoint` will read it, so what loading would refuse is
+    refused here, before the file is touched.
 
-    The file is written to a temporary name in the same folder, flushed to disk
-    (``fsync``), then renamed over ``path`` (``os.replace``, atomic): a crash in the middle
-    leaves the previous checkpoint intact and never a half-written ``path``. The folder is
-    created if needed.
+    The file holds ``torch.save``'s bytes of ``obj`` and their SHA-256 checksum. It is
+    written to a temporary name in the same folder, flushed to disk (``fsync``), then
+    renamed over ``path`` (``os.replace``, atomic): a crash in the middle leaves the
+    previous checkpoint intact and never a half-written ``path``. The folder is created if
+    needed.
     """
     target = Path(path).expanduser().resolve()
     if target.is_dir():
         raise ValueError(f"save_checkpoint: {target} is a folder, expected a file path")
     _check_checkpointable(obj, "obj")
+    content = _serialized(obj)
+    checkpoint = {
+        "format": _CHECKPOINT_FORMAT,
+        "sha256": hashlib.sha256(content).hexdigest(),
+        "content": torch.frombuffer(bytearray(content), dtype=torch.uint8),
+    }
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
-            torch.save(obj, file)
+            torch.save(checkpoint, file)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(temp_name, _mode_of_new_files())
         os.replace(temp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -163,6 +190,54 @@ def save_checkpoint(obj: Any, path: str | os.PathLike[str]) -> Path:
         raise
     _fsync_directory(target.parent)
     return target
+
+
+def _mode_of_new_files() -> int:
+    """The mode ``open()`` gives a new file: 0o666 less the process's umask. (``mkstemp``
+    makes its file owner-only and the rename keeps that, which locks a shared folder's
+    readers out of a checkpoint or a video.)"""
+    try:  # Linux tells the umask without changing it
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o077)  # elsewhere: read by setting it, for an instant, to a strict one
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _serialized(obj: Any) -> bytes:
+    """``torch.save``'s bytes of ``obj``, read back with ``weights_only=True`` as
+    :func:`load_checkpoint` will read them (a ``TypeError`` if that refuses them)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    content = buffer.getvalue()
+    try:
+        torch.load(io.BytesIO(content), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise TypeError(
+            f"save_checkpoint: obj holds a value that torch.load(weights_only=True) cannot "
+            f"read back ({_refusal_reason(error)}); convert it to tensors, numbers, strings, "
+            f"lists or dicts"
+        ) from None
+    return content
+
+
+def _refusal_reason(error: pickle.UnpicklingError) -> str:
+    """What a ``weights_only`` refusal names (torch's message spans many lines)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for line in lines:
+        if "WeightsUnpickler error:" in line:
+            reason = line.split("WeightsUnpickler error:", 1)[1]
+            return reason.split(" Please use", 1)[0].strip().rstrip(".")
+    return lines[0] if lines else type(error).__name__
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -182,17 +257,25 @@ def _fsync_directory(directory: Path) -> None:
 def load_checkpoint(
     path: str | os.PathLike[str], map_location: str | torch.device | None = "cpu"
 ) -> Any:
-    """Read a checkpoint written by :func:`save_checkpoint` (or ``torch.save``).
+    """Read a checkpoint written by :func:`save_checkpoint`, verified intact.
 
-    Uses ``torch.load(path, weights_only=True, map_location=map_location)``: only tensors
+    Uses ``torch.load(..., weights_only=True, map_location=map_location)``: only tensors
     and plain containers are rebuilt, never arbitrary objects, so opening a checkpoint
     someone sent you never runs their code. Tensors land on ``map_location`` (CPU by
     default, so that a checkpoint written on a GPU opens on a laptop; ``load_state_dict``
     then copies them onto the module's device).
 
-    Raises ``FileNotFoundError`` if there is no file, and :class:`CheckpointError` (a
-    ``ValueError``) naming the file if it is truncated, corrupt, not a torch checkpoint, or
-    holds objects that ``weights_only`` loading refuses.
+    Validate everything first: the archive's CRCs and the content's SHA-256 checksum are
+    checked before the content is unpickled, so a damaged file is refused, never loaded
+    with some values changed. (The checksum finds damage, not tampering: safety from a
+    file someone sent you comes from ``weights_only``.)
+
+    Raises ``FileNotFoundError`` if there is no file, a ``ValueError`` for a
+    ``map_location`` this machine lacks, and :class:`CheckpointError` (a ``ValueError``;
+    a one-line message naming the file) if it is truncated, corrupt, not a checkpoint of
+    :func:`save_checkpoint` (a plain ``torch.save`` file has no checksum to verify: read
+    one you trust with ``torch.load(path, weights_only=True)``), or holds objects that
+    ``weights_only`` loading refuses.
     """
     if isinstance(map_location, str | torch.device):  # (not reported as a corrupt file)
         map_location = _checked_device(map_location, "load_checkpoint: map_location")
@@ -201,36 +284,77 @@ def load_checkpoint(
         raise FileNotFoundError(f"load_checkpoint: no checkpoint at {source}")
     if not source.is_file():
         raise CheckpointError(f"load_checkpoint: {source} is not a file")
-    size = source.stat().st_size
-    # torch.save writes a zip archive with a CRC per record: check it first, so that a
-    # truncated or bit-flipped file is refused instead of loaded half.
+    content = _verified_content(_read_torch_file(source), source)
     try:
-        with zipfile.ZipFile(source) as archive:
-            bad_record = archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
-        raise CheckpointError(
-            f"checkpoint {source} ({size} bytes) is truncated or corrupt, or not a torch "
-            f"checkpoint ({error}); it was not loaded"
-        ) from None
-    if bad_record is not None:
-        raise CheckpointError(
-            f"checkpoint {source} is corrupt: record {bad_record!r} fails its CRC check; it "
-            f"was not loaded"
-        )
-    try:
-        return torch.load(source, map_location=map_location, weights_only=True)
+        return torch.load(io.BytesIO(content), map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
+        raise CheckpointError(_unsafe_message(source, error)) from None
+    except Exception as error:  # (the checksum matched: these are the bytes that were saved)
         raise CheckpointError(
-            f"checkpoint {source} holds objects other than tensors and plain containers, so "
-            f"torch.load(weights_only=True) refused to run its code. Only if you trust its "
-            f"author, load it with torch.load(path, weights_only=False). Details: "
-            f"{str(error).splitlines()[0]}"
+            f"checkpoint {source} is intact but its content could not be loaded "
+            f"({_first_line(error)}); it was not loaded"
         ) from None
-    except (RuntimeError, EOFError, OSError, KeyError, ValueError) as error:
+
+
+def _read_torch_file(source: Path) -> Any:
+    """The object in the torch file ``source``, its archive's CRCs checked first."""
+    size = source.stat().st_size
+    with source.open("rb") as file:  # (a file one may not read: an OSError, not corrupt)
+        try:
+            with zipfile.ZipFile(file) as archive:
+                bad_record = archive.testzip()
+            if bad_record is None:
+                file.seek(0)
+                return torch.load(file, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as error:
+            raise CheckpointError(_unsafe_message(source, error)) from None
+        # A damaged file can make the zip or the torch reader fail with any exception.
+        except Exception as error:
+            raise CheckpointError(
+                f"checkpoint {source} ({size} bytes) is truncated or corrupt, or not a torch "
+                f"checkpoint ({_first_line(error)}); it was not loaded"
+            ) from None
+    raise CheckpointError(
+        f"checkpoint {source} is corrupt: its record {bad_record!r} fails its CRC or header "
+        f"check; it was not loaded"
+    )
+
+
+def _verified_content(checkpoint: Any, source: Path) -> bytes:
+    """The saved object's bytes, once their SHA-256 checksum matches."""
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != _CHECKPOINT_FORMAT:
         raise CheckpointError(
-            f"checkpoint {source} ({size} bytes) is truncated or corrupt ({error}); it was "
-            f"not loaded"
-        ) from None
+            f"checkpoint {source} carries no rl-mind checksum (a plain torch.save file, or "
+            f"one saved by an older rl-mind), so nothing proves it intact and it was not "
+            f"loaded; if you trust the file, read it with torch.load(path, weights_only=True)"
+        )
+    content, checksum = checkpoint.get("content"), checkpoint.get("sha256")
+    if not (
+        isinstance(content, Tensor)
+        and content.dtype == torch.uint8
+        and content.dim() == 1
+        and isinstance(checksum, str)
+    ):
+        raise CheckpointError(
+            f"checkpoint {source} is corrupt: its content or its checksum is missing or "
+            f"malformed; it was not loaded"
+        )
+    data = content.numpy().tobytes()
+    if hashlib.sha256(data).hexdigest() != checksum:
+        raise CheckpointError(
+            f"checkpoint {source} is corrupt: its content does not match its SHA-256 "
+            f"checksum; it was not loaded"
+        )
+    return data
+
+
+def _unsafe_message(source: Path, error: pickle.UnpicklingError) -> str:
+    return (
+        f"checkpoint {source} holds objects other than tensors and plain containers, so "
+        f"torch.load(weights_only=True) refused to run its code ({_refusal_reason(error)}); "
+        f"it was not loaded. Only if you trust its author, load it with "
+        f"torch.load(path, weights_only=False)"
+    )
 
 
 # ====================================================================== actors
@@ -462,6 +586,7 @@ def write_video(
             raise ValueError("write_video: no frames to write")
         writer.close()
         writer = None
+        os.chmod(temp_name, _mode_of_new_files())
         os.replace(temp_name, target)
     except BaseException:
         if writer is not None:
@@ -645,6 +770,25 @@ class EvalResult:
 BEST_ACTOR_FILE = "best_actor.pt"
 
 
+def _save_best_actor(best: nn.Module, result: EvalResult, path: Path) -> None:
+    state = {name: tensor.detach().cpu() for name, tensor in best.state_dict().items()}
+    checkpoint = {
+        "state_dict": state,
+        "step": result.step,
+        "mean_return": result.mean,
+        "rewards": result.rewards.clone(),
+    }
+    try:
+        save_checkpoint(checkpoint, path)
+    except OSError as error:
+        raise OSError(
+            f"Evaluator.run: could not save the best actor to {path} ({error}); the "
+            f"evaluation at step {result.step} was not recorded (history, best_reward, "
+            f"best_step and {BEST_ACTOR_FILE} are as they were) and is still due: the next "
+            f"run_if_needed evaluates again"
+        ) from error
+
+
 class Evaluator(Generic[ActionT]):
     """Evaluates an actor every ``every`` training steps, logs it, and keeps the best one.
 
@@ -661,8 +805,9 @@ class Evaluator(Generic[ActionT]):
         num_episodes: the number of copies ``B`` (one episode each) when ``env`` is an id.
         seed: copy ``i`` is reset with ``seed + i`` at every evaluation.
         max_steps: cap on the steps of one evaluation; unfinished episodes are cut there.
-        wrappers, **env_kwargs: passed to ``VecEnv`` (and to :func:`record_video` for
+        wrappers: passed to ``VecEnv`` (and to :func:`record_video` for
             :meth:`visualize_best`) when ``env`` is an id.
+        **env_kwargs: passed on as ``wrappers`` are.
 
     Logged scalars (against the training step): ``eval/mean_return``,
     ``eval/std_return``, ``eval/min_return``, ``eval/max_return``, ``eval/mean_length``.
@@ -689,6 +834,14 @@ class Evaluator(Generic[ActionT]):
         if steps_cap is None or steps_cap <= 0:
             raise ValueError(f"Evaluator: max_steps must be a positive int, got {max_steps!r}")
         every, max_steps = every_count, steps_cap
+        seed_value = _as_int(seed)
+        if seed_value is None or seed_value < 0:
+            # (else the VecEnv, or only the first evaluation's reset, refuses it)
+            raise ValueError(
+                f"Evaluator: seed must be an int >= 0 (copy i is reset with seed + i at every "
+                f"evaluation), got {seed!r}"
+            )
+        seed = seed_value
         if writer is not None and not callable(getattr(writer, "add_scalar", None)):
             # (else it fails at the first evaluation, after best_actor.pt is written)
             raise TypeError(
@@ -703,7 +856,6 @@ class Evaluator(Generic[ActionT]):
                     f"Evaluator: run_dir {folder} is a file; expected a folder (e.g. "
                     f"rl_mind.run_directory('my_run'))"
                 )
-            folder.mkdir(parents=True, exist_ok=True)
             self.run_dir = folder
         if isinstance(env, str):
             self.env = VecEnv(env, num_episodes, seed=seed, wrappers=wrappers, **env_kwargs)
@@ -731,6 +883,13 @@ class Evaluator(Generic[ActionT]):
                 f"Evaluator: env must be a gymnasium id or a VecEnv, got {type(env).__name__}"
             )
         self._video_kwargs.pop("render_mode", None)
+        if self.run_dir is not None:  # (only now: a refused environment leaves no folder)
+            try:
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+            except BaseException:
+                if self._owns_env:
+                    self.env.close()
+                raise
         self.every = every
         self.seed = seed
         self.max_steps = max_steps
@@ -773,33 +932,36 @@ class Evaluator(Generic[ActionT]):
         return self.run(steps, actor)
 
     def run(self, steps: int, actor: Actor[ActionT]) -> EvalResult:
-        """Evaluate ``actor`` now: one deterministic episode per copy, logged at ``steps``."""
+        """Evaluate ``actor`` now: one deterministic episode per copy, logged at ``steps``.
+
+        Validate everything first, then mutate: the files are written before anything is
+        recorded. When the actor is the best so far, ``best_actor.pt`` is saved first; if
+        that fails (a full disk, a folder it may not write), the error is raised and
+        nothing is recorded: ``history``, ``best_reward``, ``best_step``, ``best_actor``
+        and ``best_actor.pt`` stay as they were, and the evaluation is still due. There is
+        no retry inside the call; the next :meth:`run_if_needed` evaluates again (and saves
+        that actor if it is the best). Only the TensorBoard scalars are written last.
+        """
         _check_steps_and_actor(steps, actor, "run")
         rewards, lengths = self._play(actor)
         mean = float(rewards.mean())
         is_best = self.best_reward is None or mean > self.best_reward
         result = EvalResult(int(steps), rewards, is_best, lengths)
-        self.history.append(result)
-        self._next_due = (int(steps) // self.every + 1) * self.every
+        writer = self.writer  # (made at the first run: a folder it cannot write fails here)
+        best = None
         if is_best:
-            self.best_reward = mean
-            self.best_step = int(steps)
             best = copy.deepcopy(actor)
             for parameter in best.parameters():
                 parameter.grad = None
-            self.best_actor = best
             if self.run_dir is not None:
-                state = {name: tensor.detach().cpu() for name, tensor in best.state_dict().items()}
-                save_checkpoint(
-                    {
-                        "state_dict": state,
-                        "step": int(steps),
-                        "mean_return": mean,
-                        "rewards": rewards.clone(),
-                    },
-                    self.run_dir / BEST_ACTOR_FILE,
-                )
-        self._log(result)
+                _save_best_actor(best, result, self.run_dir / BEST_ACTOR_FILE)
+        # (the files are written: only now is the evaluation recorded)
+        self.history.append(result)
+        self._next_due = (int(steps) // self.every + 1) * self.every
+        if best is not None:
+            self.best_reward, self.best_step, self.best_actor = mean, int(steps), best
+        if writer is not None:
+            self._log(writer, result)
         return result
 
     def _play(self, actor: Actor[ActionT]) -> tuple[Tensor, Tensor]:
@@ -825,10 +987,8 @@ class Evaluator(Generic[ActionT]):
                 obs = step.obs
         return returns.cpu(), lengths.cpu()
 
-    def _log(self, result: EvalResult) -> None:
-        writer = self.writer
-        if writer is None:
-            return
+    @staticmethod
+    def _log(writer: SummaryWriter, result: EvalResult) -> None:
         scalars = {
             "eval/mean_return": result.mean,
             "eval/std_return": result.std,

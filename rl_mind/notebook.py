@@ -10,7 +10,9 @@ a script, and CI. This module hides the differences:
 - :func:`setup_tensorboard` says (or embeds) how to open the dashboard on that folder;
 - :func:`video_display` embeds an ``.mp4`` in the notebook itself (base64), so that the
   video is still there when the saved notebook is opened elsewhere; a script prints the path;
-- :func:`progress_bar` is tqdm's notebook-aware bar, with the latest evaluation in its postfix;
+- :func:`progress_bar` is a tqdm bar with the latest evaluation in its postfix: a widget in
+  a notebook that has ``ipywidgets``, a text bar in one that has not (no warning either
+  way), a text bar in a terminal;
 - :class:`Profile` sizes budgets: ``Profile.pick(full, fast_test=...)`` returns the tiny
   fast-test value when the environment variable ``RL_MIND_FAST_TEST=1`` is set (CI sets
   it), so that every practical runs in seconds there.
@@ -25,6 +27,7 @@ import datetime
 import numbers
 import os
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -205,8 +208,33 @@ class _HasHistory(Protocol):
     def history(self) -> Sequence[Any]: ...
 
 
+def _has_widgets() -> bool:
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _tqdm(*, disable: bool | None, **kwargs: Any) -> Any:
+    """A tqdm bar for where we are. In a notebook: tqdm's widget when ``ipywidgets`` is
+    installed, else a text bar on the cell's output (tqdm's own fallback warns and then
+    hides the bar, since a notebook's output is not a terminal). Elsewhere a text bar:
+    ``disable=None`` shows it in a terminal and hides it when the output goes to a file."""
+    if is_notebook() and _has_widgets():
+        from tqdm.notebook import tqdm as notebook_tqdm
+
+        return notebook_tqdm(disable=bool(disable), **kwargs)
+    from tqdm.std import tqdm
+
+    if is_notebook():
+        kwargs = {"file": sys.stdout, "ncols": 100, "mininterval": 0.5, **kwargs}
+        disable = bool(disable)
+    return tqdm(disable=disable, **kwargs)
+
+
 class ProgressBar:
-    """A tqdm bar (notebook-aware: a widget in a notebook, text in a script) that tracks a
+    """A tqdm bar (a widget in a notebook with ``ipywidgets``, else text) that tracks a
     training-step counter and shows the latest evaluation in its postfix.
 
     Build it with :func:`progress_bar`; in the loop call :meth:`update_to` with the total
@@ -222,8 +250,6 @@ class ProgressBar:
         disable: bool | None = None,
         **tqdm_kwargs: Any,
     ) -> None:
-        from tqdm.auto import tqdm
-
         # (a swap, progress_bar(evaluator, total), would fail only inside the training loop)
         if isinstance(total, bool) or not isinstance(total, int | numbers.Integral) or total < 0:
             raise TypeError(
@@ -238,8 +264,7 @@ class ProgressBar:
         self.evaluator = evaluator
         self._shown_results = 0
         self._steps = 0
-        # disable=None: a bar in a notebook or a terminal, none when output goes to a log.
-        self.bar = tqdm(total=total, desc=desc, unit="step", disable=disable, **tqdm_kwargs)
+        self.bar = _tqdm(total=total, desc=desc, unit="step", disable=disable, **tqdm_kwargs)
 
     @property
     def n(self) -> int:

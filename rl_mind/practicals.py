@@ -17,6 +17,15 @@ Two notebooks come out of it:
 - the **solution** notebook, the source as it is (markers included, so that the reader
   sees where the gaps are).
 
+Both start with the line that installs a release of the package that has what the
+notebook uses (:func:`install_line`, written by the generator: a source has none of its
+own). With ``--nbgrader COURSE_DIR`` the command writes instead an **nbgrader source
+assignment** (``COURSE_DIR/source/<name>/<name>.ipynb``): the cells holding a solution
+region are solution cells, the check cells (``check_xxx(xxx)``) autograded test cells worth
+one point per function checked, or ``points`` set in the source's cell header (``# %%
+points=2``), and every other cell is locked. The teacher then runs ``nbgrader
+generate_assignment`` and ``nbgrader autograde`` as they are.
+
 Generated notebooks carry no outputs, fixed cell ids and no jupytext metadata, so that
 they are byte-for-byte reproducible and can be committed; ``rl-mind practical --check``
 (and :func:`stale_notebooks`, from a test) fails when they are out of date.
@@ -35,6 +44,8 @@ needs ``jupytext`` (``pip install jupytext``).
 from __future__ import annotations
 
 import argparse
+import ast
+import copy
 import re
 import sys
 from collections.abc import Sequence
@@ -47,9 +58,12 @@ __all__ = [
     "END_SOLUTION",
     "REFERENCE_PRACTICALS",
     "PracticalNotebooks",
+    "generate_nbgrader_assignment",
     "generate_notebooks",
+    "install_line",
     "main",
     "reference_notebook",
+    "render_nbgrader",
     "render_notebooks",
     "stale_notebooks",
     "stale_reference_notebooks",
@@ -62,6 +76,17 @@ END_SOLUTION = "### END SOLUTION"
 
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
 _KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+_INSTALL = re.compile(r"pip\s+install\s+[\"']?rl[-_]mind", re.IGNORECASE)
+
+
+def install_line() -> str:
+    """The comment that opens the first code cell of every generated practical: the
+    install command of a release that has what the notebook uses (this package's version
+    or a later one), e.g. ``# On Colab or a fresh machine, first run: %pip install
+    "rl-mind>=0.5.0"``. (An older release fails at the first import.)"""
+    from rl_mind import __version__
+
+    return f'# On Colab or a fresh machine, first run: %pip install "rl-mind>={__version__}"'
 
 
 def _enclosing_function(lines: list[str], marker_index: int) -> str | None:
@@ -72,6 +97,12 @@ def _enclosing_function(lines: list[str], marker_index: int) -> str | None:
         if match and len(match.group(1)) < indent:
             return match.group(2)
     return None
+
+
+def _marker_parts(line: str) -> tuple[str, str]:
+    """(indentation, what to write) of a ``### BEGIN SOLUTION`` line."""
+    indent = line[: len(line) - len(line.lstrip())]
+    return indent, line.strip()[len(BEGIN_SOLUTION) :].strip(" :-\u2014")
 
 
 def _stub_message(lines: list[str], marker_index: int, description: str) -> tuple[str, str]:
@@ -121,8 +152,7 @@ def student_source(source: str, *, where: str = "<cell>") -> str:
                     f"close the first one with {END_SOLUTION!r}"
                 )
             inside = True
-            indent = line[: len(line) - len(line.lstrip())]
-            description = stripped[len(BEGIN_SOLUTION) :].strip(" :-\u2014")
+            indent, description = _marker_parts(line)
             what, message = _stub_message(lines, i, description)
             out.append(f"{indent}# YOUR CODE HERE: {what}")
             out.append(f"{indent}raise NotImplementedError({message!r})")
@@ -197,13 +227,63 @@ def _normalized(notebook: Any, name: str) -> Any:
     return notebook
 
 
+def _check_calls(source: str) -> list[str] | None:
+    """The functions a check cell checks (``check_gae(gae)`` -> ``["gae"]``), or None when
+    the cell is not made of ``check_...(...)`` calls only."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # (a cell of notebook magics)
+        return None
+    checked = []
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id.startswith("check_")
+        ):
+            return None
+        checked.append(call.func.id.removeprefix("check_"))
+    return checked or None
+
+
+def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
+    """The source as a normalized notebook with the install line first, and the points of
+    each check cell by cell index (``points`` in the cell's header, else one per function
+    checked)."""
+    notebook = _normalized(_read_percent(text), name)
+    points: dict[int, float] = {}
+    for i, cell in enumerate(notebook.cells):
+        given = cell.metadata.pop("points", None)
+        checked = _check_calls(cell.source) if cell.cell_type == "code" else None
+        if cell.cell_type == "code" and _INSTALL.search(cell.source):
+            raise ValueError(
+                f"{name}, cell {i}: the generator writes the install line itself "
+                f"({install_line()!r}); remove the source's own"
+            )
+        if given is not None and checked is None:
+            raise ValueError(
+                f"{name}, cell {i}: points={given!r} on a cell that is not a check cell (one "
+                f"made of check_<function>(<function>) calls)"
+            )
+        if given is not None and (
+            isinstance(given, bool) or not isinstance(given, int | float) or not given > 0
+        ):
+            raise ValueError(f"{name}, cell {i}: points must be a positive number, got {given!r}")
+        if checked is not None:
+            points[i] = float(given) if given is not None else float(len(checked))
+    first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
+    if first_code is None:
+        raise ValueError(f"{name}: no code cell")
+    first_code.source = f"{install_line()}\n{first_code.source}"
+    return notebook, points
+
+
 def render_notebooks(text: str, *, name: str = "practical") -> PracticalNotebooks:
     """Student and solution notebooks (``.ipynb`` JSON text) from a percent-format source."""
-    import copy
-
     import nbformat
 
-    solution = _normalized(_read_percent(text), name)
+    solution, _points = _practical(text, name)
     student = copy.deepcopy(solution)
     n_gaps = 0
     for i, cell in enumerate(student.cells):
@@ -225,6 +305,56 @@ def render_notebooks(text: str, *, name: str = "practical") -> PracticalNotebook
         solution=nbformat.writes(solution) + "\n",
         n_gaps=n_gaps,
     )
+
+
+def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
+    """A solution cell for nbgrader, and the function of its first region: what to write
+    moves from the marker to a comment above it, which nbgrader's stub keeps."""
+    lines = source.split("\n")
+    out: list[str] = []
+    function = None
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(BEGIN_SOLUTION):
+            indent, description = _marker_parts(line)
+            what, _message = _stub_message(lines, i, description)
+            function = function or _enclosing_function(lines, i)
+            out += [f"{indent}# To write: {what}", f"{indent}{BEGIN_SOLUTION}"]
+        else:
+            out.append(line)
+    return "\n".join(out), function
+
+
+def render_nbgrader(text: str, *, name: str = "practical") -> str:
+    """The nbgrader source assignment (``.ipynb`` JSON text) of a percent-format source.
+
+    Cells with a solution region are nbgrader solution cells (autograded answers); check
+    cells are autograded test cells with their points; every other cell is locked, so that
+    ``nbgrader autograde`` runs the teacher's version of it.
+    """
+    import nbformat
+
+    render_notebooks(text, name=name)  # the same validation of the markers
+    notebook, points = _practical(text, name)
+    used: set[str] = set()
+    for i, cell in enumerate(notebook.cells):
+        meta: dict[str, Any] = {"grade": False, "solution": False, "locked": True}
+        grade_id = cell.id
+        if cell.cell_type == "code" and BEGIN_SOLUTION in cell.source:
+            cell.source, function = _nbgrader_solution_source(cell.source)
+            meta.update(solution=True, locked=False)
+            grade_id = function or cell.id
+        elif i in points:
+            checked = _check_calls(cell.source) or []
+            meta.update(grade=True, points=points[i])
+            grade_id = "check_" + "-".join(checked)
+        if grade_id in used:
+            grade_id = f"{grade_id}-{cell.id}"
+        used.add(grade_id)
+        cell.metadata["nbgrader"] = nbformat.from_dict(
+            {**meta, "grade_id": grade_id, "schema_version": 3, "task": False}
+        )
+    return nbformat.writes(notebook) + "\n"
 
 
 def _targets(
@@ -261,6 +391,18 @@ def generate_notebooks(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return student_path, solution_path
+
+
+def generate_nbgrader_assignment(source: str | Path, course_dir: str | Path) -> Path:
+    """Write the nbgrader source assignment of ``source`` into the course folder
+    ``course_dir``: ``<course_dir>/source/<name>/<name>.ipynb`` (the assignment and the
+    notebook are named after the source, ``dqn`` for ``dqn.py``). Returns its path."""
+    source = Path(source)
+    target = Path(course_dir) / "source" / source.stem / f"{source.stem}.ipynb"
+    text = render_nbgrader(source.read_text(encoding="utf-8"), name=source.stem)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
 
 
 def stale_notebooks(
@@ -347,7 +489,8 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Generate the student notebook (each '### BEGIN SOLUTION' ... '### END SOLUTION' "
             "region replaced by a stub raising NotImplementedError) and the solution "
-            "notebook from practical sources in jupytext's percent format."
+            "notebook from practical sources in jupytext's percent format; or, with "
+            "--nbgrader, an nbgrader source assignment."
         ),
     )
     parser.add_argument(
@@ -373,10 +516,19 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="where solution notebooks go (default: 'solutions' beside the student notebooks)",
     )
-    parser.add_argument(
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
         "--check",
         action="store_true",
         help="write nothing; exit with status 1 if a generated notebook is missing or out of date",
+    )
+    mode.add_argument(
+        "--nbgrader",
+        type=Path,
+        default=None,
+        metavar="COURSE_DIR",
+        help="write each practical as an nbgrader source assignment, "
+        "COURSE_DIR/source/<name>/<name>.ipynb (and no student or solution notebook)",
     )
     return parser
 
@@ -409,6 +561,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 return 1
             print(f"{len(args.sources)} practical(s) up to date")
+            return 0
+        if args.nbgrader is not None:
+            for source in args.sources:
+                path = generate_nbgrader_assignment(source, args.nbgrader)
+                print(f"{source} -> {path} (nbgrader source assignment)")
+            names = " ".join(sorted({Path(source).stem for source in args.sources}))
+            print(
+                f"next, in {args.nbgrader}: `nbgrader generate_assignment NAME` for each of "
+                f"{names}, and once the submissions are in, "
+                f"`RL_MIND_FAST_TEST=1 nbgrader autograde NAME` (the training cells then run "
+                f"at the fast-test budgets)"
+            )
             return 0
         for source in args.sources:
             student, solution = generate_notebooks(source, args.student_dir, args.solution_dir)

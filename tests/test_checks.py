@@ -3,6 +3,8 @@ sources) and fails, naming the mistake, on typical wrong answers."""
 
 from __future__ import annotations
 
+import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from rl_mind import checks, soft_update
+from rl_mind.checks import CheckFailure, references
+from rl_mind.checks.engine import load_cases
 
 SOURCES = sorted((Path(__file__).parent.parent / "notebooks" / "src").glob("*.py"))
 
@@ -24,8 +28,13 @@ def reference() -> dict[str, Callable[..., Any]]:
 def run_check(
     name: str, fn: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> tuple[bool, str]:
-    passed = getattr(checks, f"check_{name}")(fn)
-    return passed, capsys.readouterr().out
+    """(passed, what the student reads): the printed line, or the failure's message."""
+    try:
+        result = getattr(checks, f"check_{name}")(fn)
+    except CheckFailure as failure:
+        return False, capsys.readouterr().out + f"✗ {failure}"
+    assert result is None
+    return True, capsys.readouterr().out
 
 
 def test_every_gap_has_a_reference_solution_in_the_sources(reference: dict[str, Any]) -> None:
@@ -33,9 +42,8 @@ def test_every_gap_has_a_reference_solution_in_the_sources(reference: dict[str, 
 
 
 def test_the_stored_data_matches_the_reference_solutions(reference: dict[str, Any]) -> None:
-    stored = torch.load(checks.DATA_PATH, weights_only=True)
     fresh = checks.expected_data(reference)
-    assert stored.keys() == fresh.keys()
+    assert fresh.keys() == checks.SPECS.keys()
 
     def same(a: Any, b: Any) -> bool:
         if isinstance(a, torch.Tensor):
@@ -50,10 +58,17 @@ def test_the_stored_data_matches_the_reference_solutions(reference: dict[str, An
             return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
         return bool(a == b)
 
-    for name in fresh:
-        assert same(stored[name], fresh[name]), (
+    for name, spec in checks.SPECS.items():
+        assert same(load_cases(spec), fresh[name]), (
             f"the check data of {name} is out of date: run `python -m rl_mind.checks notebooks/src/*.py`"
         )
+
+
+def test_each_practical_has_its_module_and_data_file() -> None:
+    modules = {module.__name__.rsplit(".", 1)[1] for module in checks.practical_modules()}
+    assert modules == {source.stem for source in SOURCES}
+    for spec in checks.SPECS.values():
+        assert spec.data.parent == Path(checks.__file__).parent and spec.data.is_file()
 
 
 @pytest.mark.parametrize("name", sorted(checks.SPECS))
@@ -63,6 +78,30 @@ def test_every_check_passes_on_the_reference(
     passed, out = run_check(name, reference[name], capsys)
     assert passed, out
     assert out.startswith("✓")
+
+
+def test_a_passing_check_prints_one_line_and_returns_none(
+    reference: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert checks.check_gae(reference["gae"]) is None
+    assert capsys.readouterr().out == "✓ gae passes all 5 cases\n"
+    assert checks.check_ppo_value_loss(reference["ppo_value_loss"]) is None
+    assert capsys.readouterr().out == "✓ ppo_value_loss passes its case\n"
+
+
+def test_a_failing_check_raises_an_assertion_error_with_the_explanation_and_hint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(CheckFailure) as info:
+        checks.check_dqn_td_target(dqn_td_target_no_mask)
+    assert isinstance(info.value, AssertionError)
+    message = str(info.value)
+    assert message.startswith("dqn_td_target: case 2/2 (a batch with terminal transitions) fails: ")
+    assert "\n  Hint: a terminal step (terminated=True) has no future" in message
+    assert capsys.readouterr().out == ""  # nothing printed: the message is the exception's
+    # in a notebook IPython shows the message alone, marked, instead of the check's traceback
+    shown = info.value._render_traceback_()
+    assert shown[0].startswith("\x1b[0;31m✗ dqn_td_target: case 2/2") and len(shown) == 2
 
 
 def test_a_check_lets_the_students_exception_through() -> None:
@@ -81,11 +120,20 @@ def test_a_check_restores_the_random_state(
     torch.manual_seed(3)
     checks.check_sac_target(reference["sac_target"])
     assert torch.equal(torch.rand(1), expected)
+    torch.manual_seed(3)
+    with pytest.raises(CheckFailure):
+        checks.check_sac_target(sac_no_mask)
+    assert torch.equal(torch.rand(1), expected)
 
 
 def test_a_forgotten_return_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     passed, out = run_check("ppo_value_loss", lambda values, returns: None, capsys)
     assert not passed and "forget `return`" in out
+
+
+def test_a_check_refuses_what_is_not_a_function() -> None:
+    with pytest.raises(TypeError, match="check_gae expects your function gae, got 3"):
+        checks.check_gae(3)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- wrong answers
@@ -493,6 +541,127 @@ def temperature_minus_target(log_alpha, log_prob, target_entropy):
     return -(log_alpha * (log_prob - target_entropy).detach()).mean()
 
 
+# the mistakes whose hints used to blame something else (the cases' generic hints)
+def dqn_loss_broadcast(q_network, batch, td_target):
+    q = q_network(batch.obs).gather(1, batch.action.value.unsqueeze(1))  # [N, 1]
+    return F.mse_loss(q, td_target)  # against [N]: broadcasts to [N, N]
+
+
+def dqn_loss_broadcast_by_hand(q_network, batch, td_target):
+    q = q_network(batch.obs).gather(1, batch.action.value.unsqueeze(1))
+    return ((q - td_target) ** 2).mean()
+
+
+def dqn_td_target_keepdim(target_network, batch, gamma):
+    with torch.no_grad():
+        next_q = target_network(batch.next_obs).max(dim=1, keepdim=True).values  # [N, 1]
+        return batch.reward + gamma * _not_terminal(batch) * next_q
+
+
+def dqn_td_target_overwrites_the_batch(target_network, batch, gamma):
+    with torch.no_grad():
+        next_q = target_network(batch.next_obs).max(dim=1).values
+        return batch.reward.add_(gamma * _not_terminal(batch) * next_q)
+
+
+def gae_value_of_the_next_row(reward, value, next_value, terminated, truncated, gamma, gae_lambda):
+    with torch.no_grad():
+        last = len(reward) - 1
+        advantages, running = torch.zeros_like(reward), torch.zeros_like(reward[0])
+        for t in reversed(range(len(reward))):
+            successor = next_value[t] if t == last else value[t + 1]
+            delta = reward[t] + gamma * (~terminated[t]).float() * successor - value[t]
+            not_done = (~(terminated[t] | truncated[t])).float()
+            running = delta + gamma * gae_lambda * not_done * running
+            advantages[t] = running
+        return advantages
+
+
+def gae_overwrites_the_rewards(reward, value, next_value, terminated, truncated, gamma, gae_lambda):
+    with torch.no_grad():
+        delta = reward  # the same tensor: += below writes into the caller's rewards
+        delta += gamma * (~terminated).float() * next_value - value
+        not_done = (~(terminated | truncated)).float()
+        advantages, running = torch.zeros_like(reward), torch.zeros_like(reward[0])
+        for t in reversed(range(len(reward))):
+            running = delta[t] + gamma * gae_lambda * not_done[t] * running
+            advantages[t] = running
+        return advantages
+
+
+def gae_overwrites_the_values(reward, value, next_value, terminated, truncated, gamma, gae_lambda):
+    with torch.no_grad():
+        value.mul_(-1.0).add_(reward + gamma * (~terminated).float() * next_value)  # delta
+        not_done = (~(terminated | truncated)).float()
+        advantages, running = torch.zeros_like(reward), torch.zeros_like(reward[0])
+        for t in reversed(range(len(reward))):
+            running = value[t] + gamma * gae_lambda * not_done[t] * running
+            advantages[t] = running
+        return advantages
+
+
+def nstep_overwrites_the_rewards(reward, next_value, terminated, truncated, gamma):
+    with torch.no_grad():
+        future = next_value[-1]
+        for t in reversed(range(len(reward))):
+            bootstrap = torch.where(terminated[t] | truncated[t], next_value[t], future)
+            reward[t] += gamma * (~terminated[t]).float() * bootstrap
+            future = reward[t]
+        return reward
+
+
+def ppo_clip_ratio_times_advantage(new_log_prob, old_log_prob, advantages, clip_coef):
+    surrogate = torch.exp(new_log_prob - old_log_prob) * advantages
+    return -torch.min(surrogate, surrogate.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+
+
+def ppo_clip_advantage(new_log_prob, old_log_prob, advantages, clip_coef):
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    clipped = ratio * advantages.clamp(1 - clip_coef, 1 + clip_coef)
+    return -torch.min(ratio * advantages, clipped).mean()
+
+
+def ppo_normalizes_the_advantages(new_log_prob, old_log_prob, advantages, clip_coef):
+    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    clipped = ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages
+    return -torch.min(ratio * advantages, clipped).mean()
+
+
+def sac_actor_without_alpha(actor, q1, q2, obs, alpha):
+    action = actor(obs)
+    return (action.log_prob - torch.min(q1(obs, action.value), q2(obs, action.value))).mean()
+
+
+def sac_target_without_alpha(actor, q1, q2, batch, alpha, gamma):
+    with torch.no_grad():
+        action = actor(batch.next_obs)
+        next_q = torch.min(q1(batch.next_obs, action.value), q2(batch.next_obs, action.value))
+        return batch.reward + gamma * _not_terminal(batch) * (next_q - action.log_prob)
+
+
+NEWLY_NAMED: list[tuple[str, Callable[..., Any], str]] = [
+    ("dqn_loss", dqn_loss_broadcast, "broadcast to [N, N]; .squeeze(1) the gathered Q-values"),
+    ("dqn_loss", dqn_loss_broadcast_by_hand, "gather gives [N, 1] and td_target is [N]"),
+    ("dqn_td_target", dqn_td_target_keepdim, "a [8, 1] tensor combined with a [8] one broadcasts"),
+    ("dqn_td_target", dqn_td_target_overwrites_the_batch, "batch.reward was changed in place"),
+    (
+        "gae",
+        gae_value_of_the_next_row,
+        "from next_value[t], the value of the true successor next_obs[t]. value[t + 1] is "
+        "another episode's first state after an episode end, and does not exist at the last step",
+    ),
+    ("gae", gae_overwrites_the_rewards, "reward was changed in place"),
+    ("gae", gae_overwrites_the_values, "value was changed in place"),
+    ("nstep_returns", nstep_overwrites_the_rewards, "reward was changed in place"),
+    ("ppo_policy_loss", ppo_clip_ratio_times_advantage, "clip the probability ratio alone"),
+    ("ppo_policy_loss", ppo_clip_advantage, "clip the probability ratio alone"),
+    ("ppo_policy_loss", ppo_normalizes_the_advantages, "do not normalize the advantages"),
+    ("sac_actor_loss", sac_actor_without_alpha, "the loss does not change with alpha"),
+    ("sac_target", sac_target_without_alpha, "the target does not change with alpha"),
+]
+
+
 WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
     # (check, wrong function, a phrase the message must contain)
     ("dqn_td_target", dqn_td_target_no_mask, "terminal step"),
@@ -555,6 +724,7 @@ WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
     ("sac_temperature_loss", temperature_not_detached, "detach it"),
     ("sac_temperature_loss", temperature_alpha, "log_alpha (not alpha)"),
     ("sac_temperature_loss", temperature_minus_target, "entropy gap"),
+    *NEWLY_NAMED,
 ]
 
 
@@ -586,3 +756,79 @@ def test_a_gradient_mistake_is_reported_without_the_unrelated_value_hint(
     assert not passed and "no gradient reaches q_network" in out and "Hint:" not in out
     passed, out = run_check("dqn_td_target", dqn_td_target_no_mask, capsys)
     assert not passed and "Hint: a terminal step" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "phrase"),
+    NEWLY_NAMED,
+    ids=[wrong.__name__ for _, wrong, _ in NEWLY_NAMED],
+)
+def test_a_mistake_the_values_alone_do_not_show_is_named_without_the_cases_hint(
+    name: str, wrong: Callable[..., Any], phrase: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (the case's hint is about another mistake: a shape, a clip or an alpha is to blame)
+    passed, out = run_check(name, wrong, capsys)
+    assert not passed and phrase in out and "Hint:" not in out, out
+
+
+def test_an_input_changed_in_place_is_named_even_when_the_result_is_right(
+    reference: dict[str, Any],
+) -> None:
+    def gae_right_but_overwrites_next_value(reward, value, next_value, *rest):
+        advantages = reference["gae"](reward, value, next_value, *rest)
+        with torch.no_grad():
+            next_value.zero_()
+        return advantages
+
+    with pytest.raises(CheckFailure, match=r"case 1/5 .* next_value was changed in place"):
+        checks.check_gae(gae_right_but_overwrites_next_value)
+
+
+def test_a_teacher_adds_a_practical_with_one_check_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a module beside the others, defining SPECS and its check; the reference in the source
+    folder = tmp_path / "more_checks"
+    folder.mkdir()
+    (folder / "toy.py").write_text(
+        textwrap.dedent(
+            """
+            from pathlib import Path
+
+            from rl_mind.checks.engine import Case, Spec
+            from rl_mind.checks.inputs import rand
+
+            DOUBLE = Spec(
+                "double",
+                ("x",),
+                (Case("a vector", "each value twice"),),
+                lambda g, case: {"x": rand(g, 4)},
+                "target",
+                Path(__file__).with_suffix(".pt"),
+            )
+            SPECS = (DOUBLE,)
+
+
+            def check_double(double):
+                DOUBLE.check(double)
+            """
+        )
+    )
+    source = tmp_path / "toy.py"
+    source.write_text(
+        "# %%\nimport torch\n\n\n# %%\ndef double(x):\n"
+        "    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n"
+    )
+    monkeypatch.setattr(checks, "__path__", [*checks.__path__, str(folder)])
+    monkeypatch.delitem(sys.modules, "rl_mind.checks.toy", raising=False)
+    try:
+        (toy,) = [m for m in checks.practical_modules() if m.__name__ == "rl_mind.checks.toy"]
+        assert references.regenerate([source], {"double": toy.DOUBLE}) == [folder / "toy.pt"]
+        toy.check_double(lambda x: x + x)
+        assert capsys.readouterr().out == "✓ double passes its case\n"
+        with pytest.raises(
+            CheckFailure, match=r"(?s)case 1/1 \(a vector\).*Hint: each value twice"
+        ):
+            toy.check_double(lambda x: 3 * x)
+    finally:
+        sys.modules.pop("rl_mind.checks.toy", None)

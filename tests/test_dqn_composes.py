@@ -1,7 +1,8 @@
-"""The building blocks compose into a learning loop: the README's DQN learns CartPole.
+"""The building blocks compose into a learning loop: the guide's DQN learns CartPole.
 
-The test runs the very block of rl_mind.md (so the guide cannot drift from working code),
-then evaluates the greedy policy with the package's own collector.
+The test runs the very block of the guide (docs/guide/collectors.md, so that the guide
+cannot drift from working code), then evaluates the greedy policy with the package's own
+collector.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from rl_mind import EpisodeCollector, VecEnv
 from tests.readme_blocks import blocks, run_in_module
 
 
-def test_readme_dqn_reaches_150_on_cartpole() -> None:
+def test_the_guide_dqn_reaches_150_on_cartpole() -> None:
     found = blocks("python dqn-example")
-    assert len(found) == 1, "rl_mind.md must hold exactly one dqn-example block"
+    assert len(found) == 1, "the README and the guide must hold exactly one dqn-example block"
     torch.manual_seed(0)
     torch.set_num_threads(1)
     start = time.perf_counter()

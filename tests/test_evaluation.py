@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,6 +19,8 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import Tensor, nn
 
 from rl_mind import (
@@ -319,6 +323,107 @@ def test_load_checkpoint_never_unpickles_arbitrary_objects(tmp_path: Path) -> No
         load_checkpoint(path)
 
 
+SMALL_STATE = {"w": torch.arange(6.0), "step": 3, "name": "ab"}
+
+
+def load_or_refuse(path: Path) -> str:
+    """Load the damaged ``path``: ``"same"`` if it gives SMALL_STATE back, ``"refused"`` if
+    it is a one-line CheckpointError naming the file; anything else fails the test."""
+    try:
+        loaded = load_checkpoint(path)
+    except CheckpointError as error:
+        message = str(error)
+        assert str(path) in message and "\n" not in message and "not loaded" in message, message
+        return "refused"
+    assert_same(SMALL_STATE, loaded)
+    return "same"
+
+
+def test_every_single_byte_change_of_a_checkpoint_is_refused_or_loads_the_same_content(
+    tmp_path: Path,
+) -> None:
+    # (one changed byte used to raise UnicodeDecodeError, NotImplementedError or a bare
+    # ValueError, and once loaded a tensor of other values)
+    data = save_checkpoint(SMALL_STATE, tmp_path / "state.pt").read_bytes()
+    damaged = tmp_path / "damaged.pt"
+    outcomes: collections.Counter[str] = collections.Counter()
+    for position in range(len(data)):
+        changed = bytearray(data)
+        changed[position] ^= 0xFF
+        damaged.write_bytes(bytes(changed))
+        outcomes[load_or_refuse(damaged)] += 1
+    assert outcomes["refused"] > len(data) / 2  # (the sweep does change what matters)
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, Path]:
+    folder = tmp_path_factory.mktemp("checkpoint")
+    return save_checkpoint(SMALL_STATE, folder / "state.pt").read_bytes(), folder / "damaged.pt"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    changes=st.lists(
+        st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), min_size=1, max_size=4
+    )
+)
+def test_a_checkpoint_with_a_few_bytes_changed_is_refused_or_loads_the_same_content(
+    small_checkpoint: tuple[bytes, Path], changes: list[tuple[float, int]]
+) -> None:
+    data, damaged = small_checkpoint
+    changed = bytearray(data)
+    for where, flip in changes:
+        changed[int(where * len(data))] ^= flip
+    damaged.write_bytes(bytes(changed))
+    load_or_refuse(damaged)
+
+
+def test_a_content_changed_behind_valid_crcs_is_refused_by_its_checksum(tmp_path: Path) -> None:
+    path = save_checkpoint({"w": torch.ones(4)}, tmp_path / "state.pt")
+    checkpoint = torch.load(path, weights_only=True)  # an ordinary torch file
+    assert sorted(checkpoint) == ["content", "format", "sha256"]
+    content = checkpoint["content"].clone()
+    content[len(content) // 2] ^= 1
+    torch.save({**checkpoint, "content": content}, path)  # (torch.save writes fresh CRCs)
+    with pytest.raises(
+        CheckpointError, match=r"state\.pt is corrupt: its content does not match its SHA-256"
+    ):
+        load_checkpoint(path)
+
+
+def test_a_plain_torch_file_has_no_checksum_and_is_refused_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "plain.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    message = r"plain\.pt carries no rl-mind checksum \(a plain torch.save file.*not loaded"
+    with pytest.raises(CheckpointError, match=message + r".*torch.load\(path, weights_only=True\)"):
+        load_checkpoint(path)
+
+
+class TaggedTensor(Tensor):
+    """A Tensor subclass: torch.save writes it, weights_only loading refuses it."""
+
+
+def test_save_checkpoint_refuses_up_front_what_load_checkpoint_would_refuse(
+    tmp_path: Path,
+) -> None:
+    # (a Tensor subclass used to be saved, then refused at loading)
+    path = save_checkpoint({"version": 1}, tmp_path / "state.pt")
+    tagged = torch.ones(3).as_subclass(TaggedTensor)
+    with pytest.raises(TypeError, match=r"obj\['w'\] is a .*TaggedTensor.*as_subclass"):
+        save_checkpoint({"w": tagged}, path)
+    # what only torch's own reading finds (an object hidden in a tensor's attributes) too
+    hidden = torch.ones(2)
+    hidden.note = NotATensor()  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match=r"cannot read back \(.*NotATensor"):
+        save_checkpoint({"w": hidden}, path)
+    assert load_checkpoint(path) == {"version": 1}  # the file is as it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.pt"]
+    parameters = load_checkpoint(save_checkpoint({"p": nn.Parameter(torch.ones(2))}, path))
+    assert isinstance(parameters["p"], nn.Parameter)
+
+
 # ====================================================================== actor_policy
 def test_actor_policy_returns_gymnasium_actions_for_box_observations() -> None:
     actor = BiasActor(bias=1.0)
@@ -553,6 +658,22 @@ def test_evaluator_rejects_bad_arguments(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("seed", [-1, "a", 1.5, None, True])
+def test_evaluator_refuses_a_bad_seed_when_it_is_built(tmp_path: Path, seed: Any) -> None:
+    # (the VecEnv raised gymnasium.error.Error, and with a given VecEnv only the first run)
+    message = re.escape("Evaluator: seed must be an int >= 0 (copy i is reset with seed + i")
+    with VecEnv(PAINT_ID, 2) as env:
+        for source in (PAINT_ID, env):
+            with pytest.raises(ValueError, match=message + r".*got " + re.escape(repr(seed))):
+                Evaluator(source, every=10, seed=seed, run_dir=tmp_path / "run")
+    with pytest.raises(ValueError, match="unknown environment id"):
+        Evaluator("rl_mind_test_eval/Nothing-v0", every=10, run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # a refused evaluator leaves no folder
+    with Evaluator(PAINT_ID, every=10, seed=np.int64(3), num_episodes=2) as evaluator:
+        assert evaluator.seed == 3 and type(evaluator.seed) is int
+        assert evaluator.run(0, BiasActor()).mean > 0
+
+
 def test_evaluator_run_says_when_its_arguments_are_swapped() -> None:
     # (the swapped call compared the actor with an int: "'<' not supported between ...")
     with Evaluator(PAINT_ID, every=10, num_episodes=2) as evaluator:
@@ -658,6 +779,73 @@ def test_best_actor_checkpoint_reloads_into_a_fresh_network(tmp_path: Path) -> N
     actor.eval()
     obs = torch.randn(16, 2)
     assert torch.equal(fresh.scores(obs), actor.scores(obs))
+
+
+def evaluator_record(evaluator: Evaluator[Any]) -> tuple[Any, ...]:
+    return (
+        list(evaluator.history),
+        evaluator.best_reward,
+        evaluator.best_step,
+        evaluator.best_actor,
+    )
+
+
+def test_an_evaluation_whose_best_actor_cannot_be_saved_records_nothing_and_is_still_due(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (it used to record the new best in history, best_reward and best_step while
+    # best_actor.pt still held the old actor, and never saved the new one)
+    run_dir = tmp_path / "run"
+    actor = BiasActor(bias=-1.0)  # reward 1 per step
+    with Evaluator(PAINT_ID, every=10, run_dir=run_dir, num_episodes=2) as evaluator:
+        evaluator.run_if_needed(0, actor)
+        path = evaluator.best_checkpoint_path
+        assert path is not None
+        saved, before = path.read_bytes(), evaluator_record(evaluator)
+        with torch.no_grad():
+            actor.head.bias.fill_(1.0)  # reward 2 per step: a new best
+
+        def full_disk(*args: Any, **kwargs: Any) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(os, "replace", full_disk)
+        with pytest.raises(
+            OSError,
+            match=r"could not save the best actor to .*best_actor\.pt .*No space left on "
+            r"device.*at step 10 was not recorded .*still due",
+        ):
+            evaluator.run_if_needed(10, actor)
+        monkeypatch.undo()
+        assert evaluator_record(evaluator) == before and path.read_bytes() == saved
+        assert not list(run_dir.glob("*.tmp"))
+        path.unlink()
+        path.mkdir()  # a real failure: a folder where the checkpoint goes
+        with pytest.raises(ValueError, match=r"best_actor\.pt is a folder"):
+            evaluator.run_if_needed(10, actor)
+        assert evaluator_record(evaluator) == before
+        path.rmdir()
+        # still due: the next call evaluates again and saves the new best
+        result = evaluator.run_if_needed(10, actor)
+    assert result is not None and result.is_best
+    assert [r.step for r in evaluator.history] == [0, 10] and evaluator.best_step == 10
+    assert load_checkpoint(path)["step"] == 10
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes into read-only folders"
+)
+def test_an_evaluation_into_a_read_only_run_directory_records_nothing(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    with Evaluator(PAINT_ID, every=10, run_dir=run_dir, num_episodes=2) as evaluator:
+        evaluator.run(0, BiasActor(bias=-1.0))
+        before = evaluator_record(evaluator)
+        run_dir.chmod(0o500)
+        try:
+            with pytest.raises(OSError, match="could not save the best actor"):
+                evaluator.run(10, BiasActor(bias=1.0))
+        finally:
+            run_dir.chmod(0o700)
+        assert evaluator_record(evaluator) == before
 
 
 def test_an_evaluation_leaves_the_actor_mode_and_gradient_flags_untouched() -> None:

@@ -202,6 +202,81 @@ def test_progress_bar_tracks_steps_and_shows_the_latest_evaluation() -> None:
     assert "eval=12.2" in output.getvalue()
 
 
+def _run_cells(cells: list[str], tmp_path: Path) -> list[Any]:
+    """Execute ``cells`` in a fresh Jupyter kernel; the outputs of each cell."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in cells])
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    return [cell.outputs for cell in nb.cells]
+
+
+_TRAIN = """
+import warnings
+warnings.simplefilter("always")  # (a warning shown once per session must show here)
+from rl_mind import progress_bar
+progress = progress_bar(200)
+for steps in range(0, 201, 50):
+    progress.update_to(steps)
+progress.close()
+"""
+
+
+def test_the_progress_bar_shows_in_a_notebook_with_or_without_ipywidgets(tmp_path: Path) -> None:
+    # a plain Jupyter install has no ipywidgets: a text bar, without tqdm's warning
+    without, with_widgets = _run_cells(
+        ['import sys\nsys.modules["ipywidgets"] = None  # as if not installed\n' + _TRAIN,
+         'del sys.modules["ipywidgets"]\n' + _TRAIN],
+        tmp_path,
+    )  # fmt: skip
+    text = "".join(o.get("text", "") for o in without if o.output_type == "stream")
+    assert "200/200" in text and "100%" in text, without
+    assert all(o.output_type == "stream" and o.name == "stdout" for o in without), without
+    assert "Warning" not in text and "IProgress" not in text
+    # with ipywidgets installed, tqdm's widget, and nothing else
+    assert [o.output_type for o in with_widgets] == ["display_data"], with_widgets
+    assert "application/vnd.jupyter.widget-view+json" in with_widgets[0].data
+
+
+def test_the_progress_bar_shows_in_a_terminal_and_not_in_a_log(tmp_path: Path) -> None:
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    script = "import warnings\nwarnings.simplefilter('always')\n" + _TRAIN.split("\n", 3)[3]
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=secondary, stdout=secondary, stderr=secondary
+    )
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # the terminal closes when the process ends
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(primary)
+    assert process.wait(timeout=60) == 0
+    screen = b"".join(chunks).decode(errors="replace")
+    assert "200/200" in screen and "100%" in screen, screen
+    assert "Warning" not in screen, screen
+    # written to a file (a log), the bar stays out of it
+    logged = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "200/200" not in logged.stdout + logged.stderr and "Warning" not in logged.stderr
+
+
 def test_profile_pick_switches_on_the_environment_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

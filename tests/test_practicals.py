@@ -17,10 +17,14 @@ from typing import Any
 import nbformat
 import pytest
 
+import rl_mind
 from rl_mind.__main__ import main as rl_mind_main
 from rl_mind.practicals import (
+    generate_nbgrader_assignment,
     generate_notebooks,
+    install_line,
     main,
+    render_nbgrader,
     render_notebooks,
     stale_notebooks,
     student_source,
@@ -147,6 +151,7 @@ def test_the_two_notebooks_are_valid_and_differ_only_in_the_gaps() -> None:
     nbformat.validate(student)
     nbformat.validate(solution)
     assert [c.cell_type for c in student.cells] == ["markdown", "code", "code", "code"]
+    assert student.cells[1].source.startswith(install_line() + "\nimport math")
     assert (
         student.cells[0].source == solution.cells[0].source == "# A practical\nSome $x$ to explain."
     )
@@ -218,6 +223,96 @@ def test_the_command_reports_a_missing_source_and_a_bad_marker(
     assert "never closed" in capsys.readouterr().err
 
 
+def test_the_install_line_asks_for_a_release_with_what_the_notebook_uses() -> None:
+    assert install_line() == (
+        f'# On Colab or a fresh machine, first run: %pip install "rl-mind>={rl_mind.__version__}"'
+    )
+    notebooks = render_notebooks(SOURCE, name="demo")
+    for text in (notebooks.student, notebooks.solution):
+        first_code = next(c for c in nbformat.reads(text, 4).cells if c.cell_type == "code")
+        assert first_code.source.split("\n")[0] == install_line()
+    # (a source's own line would say another thing than the generator's)
+    own = SOURCE.replace("import math", "# %pip install rl-mind\nimport math")
+    with pytest.raises(ValueError, match="demo, cell 1: the generator writes the install line"):
+        render_notebooks(own, name="demo")
+
+
+SOURCE_WITH_POINTS = (
+    SOURCE
+    + """
+
+# %% points=3
+check_area(area)
+check_double(double)
+
+# %%
+check_double(double)
+"""
+)
+
+
+def _nbgrader_cells(text: str) -> list[tuple[str, dict[str, Any]]]:
+    notebook = nbformat.reads(text, as_version=4)
+    return [(cell.source, dict(cell.metadata["nbgrader"])) for cell in notebook.cells]
+
+
+def test_the_nbgrader_source_assignment_marks_solutions_tests_and_locked_cells() -> None:
+    cells = _nbgrader_cells(render_nbgrader(SOURCE_WITH_POINTS, name="demo"))
+    for _source, meta in cells:
+        assert meta["schema_version"] == 3 and meta["task"] is False
+    kinds = [(m["solution"], m["grade"], m["locked"], m.get("points")) for _, m in cells]
+    assert kinds == [
+        (False, False, True, None),  # the markdown
+        (True, False, False, None),  # area()
+        (True, False, False, None),  # double()
+        (False, False, True, None),  # area(1.0)
+        (False, True, True, 3.0),  # two checks, 3 points set in the source
+        (False, True, True, 1.0),  # one check: one point by default
+    ]
+    assert [m["grade_id"] for _, m in cells] == [
+        "demo-000", "area", "double", "demo-003", "check_area-double", "check_double"
+    ]  # fmt: skip
+    # the solution stays between nbgrader's markers; what to write moves to a comment that
+    # nbgrader's stub keeps
+    area = cells[1][0]
+    assert (
+        "    # To write: the area of the disc\n    ### BEGIN SOLUTION\n    return math.pi" in area
+    )
+    assert "    # To write: the body of double()\n    ### BEGIN SOLUTION\n" in cells[2][0]
+    assert cells[1][0].startswith(install_line())
+
+
+def test_points_only_on_check_cells_and_positive() -> None:
+    on_code = SOURCE.replace("# %%\narea(1.0)", "# %% points=2\narea(1.0)")
+    with pytest.raises(ValueError, match=r"demo, cell 3: points=2 on a cell that is not a check"):
+        render_nbgrader(on_code, name="demo")
+    for bad in ("0", "-1", '"two"', "true"):
+        text = SOURCE + f"\n\n# %% points={bad}\ncheck_area(area)\n"
+        with pytest.raises(ValueError, match="points must be a positive number"):
+            render_notebooks(text, name="demo")
+    # the student and solution notebooks carry no grading metadata
+    notebooks = render_notebooks(SOURCE_WITH_POINTS, name="demo")
+    for text in (notebooks.student, notebooks.solution):
+        assert all(not c.metadata for c in nbformat.reads(text, 4).cells)
+
+
+def test_the_command_writes_an_nbgrader_source_assignment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "src" / "demo.py"
+    source.parent.mkdir()
+    source.write_text(SOURCE_WITH_POINTS)
+    course = tmp_path / "course"
+    assert main([str(source), "--nbgrader", str(course)]) == 0
+    path = course / "source" / "demo" / "demo.ipynb"
+    assert path.read_text() == render_nbgrader(SOURCE_WITH_POINTS, name="demo")
+    assert "nbgrader generate_assignment" in capsys.readouterr().out
+    assert not (tmp_path / "demo.ipynb").exists()  # only the assignment
+    assert generate_nbgrader_assignment(source, course) == path
+    with pytest.raises(SystemExit):  # one mode at a time
+        main([str(source), "--nbgrader", str(course), "--check"])
+
+
 # ----------------------------------------------------------------------------- the practicals
 def test_every_practical_has_a_source_and_both_notebooks() -> None:
     assert sorted(source.stem for source in SOURCES) == sorted(PRACTICALS)
@@ -242,14 +337,16 @@ def test_each_gap_is_followed_by_a_visible_check_cell() -> None:
 
 
 def _execute(
-    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    path: Path | Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Any, Exception | None]:
+    """Run a notebook (a path, or a notebook object) as Jupyter would, at the fast-test
+    profile; the executed notebook and the error that stopped it, if any."""
     from nbclient import NotebookClient
 
     monkeypatch.setenv("RL_MIND_FAST_TEST", "1")
     monkeypatch.setenv("RL_MIND_OUTPUTS", str(tmp_path))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    notebook = nbformat.read(path, as_version=4)
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # Jupyter's
+    notebook = nbformat.read(path, as_version=4) if isinstance(path, Path) else path
     client = NotebookClient(
         notebook,
         timeout=300,
@@ -281,6 +378,17 @@ def test_the_solution_notebook_runs_at_the_fast_test_profile(
     n_checks = sum(cell.source.startswith("check_") for cell in notebook.cells)
     assert n_checks >= 2 and text.count("✓") == n_checks and "✗" not in text, text
     assert f"RESULT practical={name} " in text
+    # only what a student should read: no echo of a returned value, no warning
+    outputs = [o for cell in notebook.cells for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "execute_result"], "a value is echoed"
+    assert not [o for o in outputs if o.get("name") == "stderr"], "something went to stderr"
+    for noise in ("True", "PosixPath", "<Axes", "cases pass"):
+        assert noise not in text, noise
+    for cell in notebook.cells:
+        if cell.source.startswith("check_"):
+            (printed,) = [o.text for o in cell.outputs]
+            assert re.fullmatch(r"✓ \w+ passes (all \d+ cases|its case)\n", printed), printed
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 1  # the learning curve
     assert list(tmp_path.glob("*/best_actor.pt")), "the evaluator saved no best actor"
     assert list(tmp_path.glob("*/*.mp4")), "no video of the best actor"
     assert list(tmp_path.glob("*/events.out.tfevents.*")), "no TensorBoard log"
@@ -315,3 +423,35 @@ def test_the_student_notebook_stops_at_its_first_gap(
     ]
     assert max(ran) == failed[0]
     assert all(i in ran for i, c in enumerate(cells[: failed[0]]) if c.cell_type == "code")
+
+
+@pytest.mark.slow
+def test_run_all_stops_at_the_first_wrong_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a student's DQN notebook: the TD target right, the loss with the [N, 1] broadcast bug
+    student = nbformat.read(ROOT / "notebooks" / "dqn.ipynb", as_version=4)
+    solution = nbformat.read(ROOT / "notebooks" / "solutions" / "dqn.ipynb", as_version=4)
+    for mine, reference in zip(student.cells, solution.cells):
+        if "raise NotImplementedError(" in mine.source:
+            mine.source = reference.source
+            if "def dqn_loss" in mine.source:
+                mine.source = mine.source.replace(".unsqueeze(1)).squeeze(1)", ".unsqueeze(1))")
+    notebook, error = _execute(student, tmp_path, monkeypatch)
+    assert error is not None, "Run All went on past the wrong function"
+    cells = notebook.cells
+    failed = [
+        i
+        for i, c in enumerate(cells)
+        if any(o.output_type == "error" for o in c.get("outputs", []))
+    ]
+    assert [cells[i].source for i in failed] == ["check_dqn_loss(dqn_loss)"]
+    (output,) = [o for o in cells[failed[0]].outputs if o.output_type == "error"]
+    assert output.ename == "CheckFailure"
+    assert output.evalue.startswith("dqn_loss: case 1/2 (the greedy actions were taken) fails")
+    assert "[N, 1] and td_target is [N]" in output.evalue
+    # the student sees the message, not the check's own traceback
+    assert output.traceback == [f"\x1b[0;31m✗ {output.evalue}\x1b[0m"]
+    ran = [i for i, c in enumerate(cells) if c.cell_type == "code" and c.execution_count]
+    assert max(ran) == failed[0], "cells after the failed check ran"
+    assert not list(tmp_path.glob("dqn-*")), "the training started"

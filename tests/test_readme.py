@@ -1,7 +1,8 @@
-"""Every ```python block of rl_mind.md runs, in order, in one namespace (as in a notebook).
+"""Every ```python block of rl_mind.md and of the guide pages (docs/) runs.
 
-Blocks fenced as ```python no-run are shown only (fragments of a loop); the
-```python dqn-example block is run and checked by tests/test_dqn_composes.py.
+The README's blocks run in order in one namespace, and so do each guide page's (as in a
+notebook); blocks fenced as ```python {.no-run} are shown only (fragments of a loop); the
+```python {.dqn-example} block is run and checked by tests/test_dqn_composes.py.
 """
 
 from __future__ import annotations
@@ -14,33 +15,63 @@ import matplotlib
 import pytest
 
 import rl_mind
-from tests.readme_blocks import README, blocks, run_in_module
+from tests.readme_blocks import README, ROOT, blocks, guide_pages, run_in_module
+
+PAGES_WITH_CODE = [page for page in guide_pages() if blocks("python", [page])]
 
 
-def test_readme_code_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def notebook_like(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a block may rely on: a folder of its own, the fast-test profile, no display."""
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)  # blocks may write runs, videos, plots
     monkeypatch.setenv("RL_MIND_FAST_TEST", "1")
     monkeypatch.setenv("RL_MIND_OUTPUTS", str(tmp_path / "outputs"))
-    found = blocks("python")
-    assert len(found) >= 5, "rl_mind.md lost its examples"
+
+
+@pytest.mark.usefixtures("notebook_like")
+def test_readme_code_blocks_run() -> None:
+    found = blocks("python", [README])
+    assert found, "rl_mind.md lost its example"
     run_in_module("rl_mind_readme", found)
 
 
-def test_readme_documents_every_public_name() -> None:
-    text = README.read_text(encoding="utf-8")
+@pytest.mark.usefixtures("notebook_like")
+@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda page: page.stem)
+def test_guide_code_blocks_run(page: Path) -> None:
+    run_in_module(f"rl_mind_guide_{page.stem.replace('-', '_')}", blocks("python", [page]))
+
+
+def test_the_guide_kept_its_examples() -> None:
+    # The guide had 19 runnable examples when it moved from rl_mind.md into docs/.
+    assert len(blocks("python")) >= 20, "the README and the guide lost examples"
+    assert len(PAGES_WITH_CODE) >= 10
+
+
+def test_the_guide_documents_every_public_name() -> None:
+    text = "\n".join(page.read_text(encoding="utf-8") for page in [README, *guide_pages()])
     missing = [name for name in rl_mind.__all__ if not re.search(rf"\b{re.escape(name)}\b", text)]
-    assert not missing, f"public names not documented in rl_mind.md: {missing}"
+    assert not missing, f"public names not documented in the guide: {missing}"
+
+
+def test_readme_is_short() -> None:
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= 250, f"rl_mind.md has {lines} lines; the rest belongs in docs/"
 
 
 def test_readme_starts_with_the_two_newcomer_commands() -> None:
     head = README.read_text(encoding="utf-8")[:3000]
     assert "rl-mind selfplay" in head, "the first command runs the main job"
     assert "pip install" in head and "pytest" in head, "the second installs and runs the tests"
-    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     test_command = re.search(
         r"^\s*(pip install -e \"\.\[test\]\" && python -m pytest[^\n]*)", head, re.M
     )
     assert test_command is not None, "rl_mind.md must show the test command on its own line"
     assert test_command.group(1).strip() in ci, ".ci/run must run the README's test command"
-    assert os.access(README.parent / ".ci" / "run", os.R_OK)
+    assert os.access(ROOT / ".ci" / "run", os.R_OK)
+
+
+def test_ci_builds_the_site_strictly() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^[^#\n]*mkdocs build --strict", ci, re.M), ".ci/run must build the docs"

@@ -1,15 +1,20 @@
 """rl_mind.selfplay: opponent pool sampling and eviction, Elo and Bradley–Terry, head-to-head matches."""
 
+import copy
 import io
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from rl_mind import (
     EloTable,
+    LeaderboardRow,
     MatchStats,
     OpponentPool,
     TwoPlayerGame,
@@ -110,6 +115,47 @@ def test_pool_bad_input_is_a_clear_error():
         OpponentPool().record(0, 2)
 
 
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"sampling": {"latest": NAN}}, "the mixture weight of 'latest' must be a finite number >= 0, got nan"),
+        ({"sampling": {"latest": 1.0, "pfsp": INF}}, "the mixture weight of 'pfsp' must be a finite number >= 0, got inf"),
+        ({"sampling": {"uniform": "1"}}, "the mixture weight of 'uniform' must be a finite number >= 0, got str '1'"),
+        ({"pfsp_exponent": NAN}, "pfsp_exponent must be a finite number >= 0, got nan"),
+        ({"pfsp_exponent": -INF}, "pfsp_exponent must be a finite number >= 0, got -inf"),
+        ({"decay": NAN}, "decay must be in (0, 1], got nan"),
+        ({"seed": -1}, "seed must be None or an int >= 0, got -1"),
+    ],
+)  # fmt: skip
+def test_pool_refuses_numbers_that_are_not_numbers_when_it_is_built(kwargs, message):
+    # (they used to be taken, and sample() then failed inside numpy)
+    with pytest.raises((ValueError, TypeError), match="OpponentPool: " + re.escape(message)):
+        OpponentPool(**kwargs)
+
+
+def test_pool_sampling_refuses_a_mixture_of_weights_that_are_not_numbers():
+    pool = _pool_with_results()
+    for weights in ({"latest": NAN, "pfsp": 1.0}, {"uniform": INF}):
+        with pytest.raises(ValueError, match="mixture weight of .* must be a finite number"):
+            pool.sample(weights)
+        with pytest.raises(ValueError, match="mixture weight of .* must be a finite number"):
+            pool.probabilities(weights)  # type: ignore[arg-type]
+
+
+def test_pool_add_names_a_step_that_is_not_a_step():
+    pool = OpponentPool(capacity=2)
+    for step in (NAN, INF, -1, 2.5, "10", None):
+        with pytest.raises(
+            ValueError, match=r"OpponentPool.add: step \(the training step\) must be an int >= 0"
+        ):
+            pool.add(nn.Linear(1, 1), step)
+    assert len(pool) == 0
+    assert pool.add(nn.Linear(1, 1), np.int64(5)).id == 0  # (no id was spent)
+
+
 def test_pool_record_refuses_what_is_not_an_id_and_ignores_only_evicted_snapshots():
     pool = OpponentPool(capacity=2)
     with pytest.raises(ValueError, match=r"no snapshot 0 was ever added \(ids so far: none"):
@@ -131,6 +177,111 @@ def test_pool_record_refuses_what_is_not_an_id_and_ignores_only_evicted_snapshot
     pool.add(nn.Linear(10, 3), step=2)  # evicts snapshot 0
     pool.record(0, 1)  # the results of an evicted snapshot are ignored
     assert [s.games for s in pool] == [0, 0]
+
+
+SAVED_POOL = _pool_with_results().state_dict()
+BAD_VALUES = [NAN, INF, -1, "x", None, [1]]  # (wrong for every entry)
+
+
+def _pool_to_restore_into():
+    pool = OpponentPool(capacity=4, seed=5)
+    for step in (7, 8):
+        pool.add(nn.Linear(10, 3), step)
+    pool.record(1, -1)
+    return pool
+
+
+def _assert_same_state(a, b):
+    if isinstance(a, torch.Tensor):
+        assert torch.equal(a, b)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for key in a:
+            _assert_same_state(a[key], b[key])
+    elif isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _assert_same_state(x, y)
+    else:
+        assert a == b
+
+
+@st.composite
+def damaged_pool_states(draw):
+    """A pool's state_dict with one thing missing or wrong."""
+    state = copy.deepcopy(SAVED_POOL)
+    snapshot = draw(st.sampled_from(state["snapshots"]))
+    damage = draw(
+        st.sampled_from(["drop", "replace", "drop in snapshot", "replace in snapshot", "other"])
+    )
+    if damage == "drop":
+        del state[draw(st.sampled_from(sorted(state)))]
+    elif damage == "replace":
+        state[draw(st.sampled_from(sorted(state)))] = draw(st.sampled_from(BAD_VALUES))
+    elif damage == "drop in snapshot":
+        del snapshot[draw(st.sampled_from(sorted(snapshot)))]
+    elif damage == "replace in snapshot":
+        snapshot[draw(st.sampled_from(sorted(snapshot)))] = draw(st.sampled_from(BAD_VALUES))
+    else:
+        other = draw(
+            st.sampled_from(
+                [
+                    "weights of another shape",
+                    "a missing weight",
+                    "an id given twice",
+                    "an id not issued yet",
+                    "too many snapshots",
+                    "another generator",
+                    "no first id",
+                ]
+            )
+        )
+        if other == "weights of another shape":
+            snapshot["policy"] = nn.Linear(4, 3).state_dict()
+        elif other == "a missing weight":
+            del snapshot["policy"]["bias"]
+        elif other == "an id given twice":
+            state["snapshots"][-1]["id"] = state["snapshots"][0]["id"]
+        elif other == "an id not issued yet":
+            snapshot["id"] = state["next_id"]
+        elif other == "too many snapshots":
+            state["snapshots"].append(copy.deepcopy(snapshot))
+        elif other == "another generator":
+            state["rng"] = np.random.MT19937(0).state
+        else:
+            state["first_id"] = None
+    return state
+
+
+@settings(max_examples=200, deadline=None)
+@given(state=damaged_pool_states())
+def test_pool_load_state_dict_of_a_damaged_state_changes_nothing(state):
+    # (an incomplete state used to replace the snapshots, then fail with a KeyError)
+    pool = _pool_to_restore_into()
+    members, before = list(pool), pool.state_dict()
+    with pytest.raises((ValueError, TypeError), match="OpponentPool.load_state_dict: "):
+        pool.load_state_dict(state, lambda: nn.Linear(10, 3))
+    assert list(pool) == members
+    _assert_same_state(pool.state_dict(), before)
+
+
+def test_pool_load_state_dict_names_what_is_missing_or_wrong():
+    pool = _pool_to_restore_into()
+    state = copy.deepcopy(SAVED_POOL)
+    del state["rng"]
+    with pytest.raises(ValueError, match=r"the state lacks \['rng'\]; OpponentPool.state_dict"):
+        pool.load_state_dict(state, lambda: nn.Linear(10, 3))
+    state = copy.deepcopy(SAVED_POOL)
+    state["snapshots"][2]["wins"] = NAN
+    with pytest.raises(
+        ValueError, match=re.escape("state['snapshots'][2]['wins'] must be a finite number >= 0")
+    ):
+        pool.load_state_dict(state, lambda: nn.Linear(10, 3))
+    with pytest.raises(ValueError, match=r"\['policy'\] does not fit the module make_policy"):
+        pool.load_state_dict(SAVED_POOL, lambda: nn.Linear(4, 3))
+    assert [s.step for s in pool] == [7, 8]
+    pool.load_state_dict(SAVED_POOL, lambda: nn.Linear(10, 3))  # the intact state loads
+    assert [s.step for s in pool] == [0, 100, 200, 300]
 
 
 # ---------------------------------------------------------------------- ratings
@@ -180,6 +331,49 @@ def test_bradley_terry_refuses_an_anchor_index_outside_the_players_and_keeps_its
     board = bradley_terry(wins, anchor=np.int64(0))
     assert board.rating("0") == 0.0
     np.testing.assert_array_equal(wins, given)  # the diagonal was not zeroed in place
+
+
+@pytest.mark.parametrize("bad", [NAN, INF, -1.0])
+def test_bradley_terry_refuses_counts_that_are_not_counts_naming_the_entry(bad):
+    # (NaN or inf counts used to give NaN ratings)
+    wins = np.array([[0.0, 3, 1], [2, 0, 4], [5, 1, 0]])
+    draws = np.zeros((3, 3))
+    for label in ("wins", "draws"):
+        matrix = (wins if label == "wins" else draws).copy()
+        matrix[1, 2] = bad
+        given_wins, given_draws = (matrix, draws) if label == "wins" else (wins, matrix)
+        message = f"bradley_terry: {label} must be finite counts >= 0, got {bad} at {label}[1, 2]"
+        with pytest.raises(ValueError, match=re.escape(message)):
+            bradley_terry(given_wins, given_draws, anchor=0)
+    with pytest.raises(ValueError, match=r"prior_draws must be a finite number >= 0, got"):
+        bradley_terry(wins, prior_draws=bad, anchor=0)
+
+
+def test_bradley_terry_of_a_single_player_puts_it_at_the_anchor():
+    # (it used to fail inside numpy)
+    board = bradley_terry([[0]], names=["random"], anchor_rating=100.0)
+    assert board.rows == (LeaderboardRow("random", 100.0, 0.0, 0.0, None),)
+    assert bradley_terry(np.zeros((1, 1)), anchor=0).rating("0") == 0.0
+
+
+def test_elo_table_refuses_numbers_that_are_not_numbers_and_then_changes_nothing():
+    # (k=nan or wins=nan used to give NaN ratings)
+    for k in (NAN, INF, 0, -4.0):
+        with pytest.raises(ValueError, match=r"EloTable: k must be a finite number > 0, got"):
+            EloTable(k=k)
+    with pytest.raises(ValueError, match=r"the fixed rating of 'random' must be a finite number"):
+        EloTable(fixed={"random": NAN})
+    table = EloTable(fixed={"random": 0.0})
+    table.update("learner", "random", wins=3, losses=1)
+    before = (dict(table.ratings), dict(table.games), dict(table.points))
+    for counts in ({"wins": NAN}, {"draws": INF}, {"losses": -1}, {"wins": "2"}):
+        (name,) = counts
+        with pytest.raises(
+            (ValueError, TypeError),
+            match=rf"EloTable.update: {name} \(a count of matches\) must be a finite number >= 0",
+        ):
+            table.update("learner", "newcomer", **counts)
+    assert (table.ratings, table.games, table.points) == before and "newcomer" not in table
 
 
 def test_round_robin_takes_bot_names_and_says_what_a_player_must_be():
@@ -267,6 +461,33 @@ def test_play_matches_checks_what_a_policy_returns(policy, message):
     with pytest.raises(ValueError, match=f"play_matches: policy_b returned actions of {message}"):
         play_matches("random", policy, 12, seed=0)
     assert play_matches("random", lambda obs: torch.ones(len(obs), dtype=torch.int32), 4).matches
+
+
+@pytest.mark.parametrize("seed", ["a", -1, 1.5, True, 2**64, 10**23])
+def test_play_matches_and_round_robin_refuse_a_seed_that_is_not_a_seed(seed):
+    # (torch's RuntimeError, or "Overflow when unpacking long")
+    for name, play in (
+        ("play_matches", lambda: play_matches("random", "random", 2, seed=seed)),
+        ("round_robin", lambda: round_robin(["random", ("other", "random")], 2, seed=seed)),
+    ):
+        message = f"{name}: seed must be None or an int from 0 to 2**64 - 1, got {seed!r}"
+        with pytest.raises(ValueError, match=re.escape(message)):
+            play()
+    assert play_matches("random", "random", 2, seed=2**64 - 1).matches == 2
+    assert round_robin(["random", ("other", "random")], 2, seed=2**64 - 1).wins.sum() <= 2
+
+
+@pytest.mark.parametrize("action", [3, -1])
+@pytest.mark.parametrize("side", ["policy_a", "policy_b"])
+def test_play_matches_names_the_policy_that_plays_an_action_the_game_lacks(side, action):
+    # (the game's own error could not say whose action it was)
+    def wrong(obs):
+        return torch.full((len(obs),), action)
+
+    policies = {"policy_a": "random", "policy_b": "random", side: wrong}
+    message = f"play_matches: {side} returned the action {action}; this game's actions are 0 to 2"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        play_matches(policies["policy_a"], policies["policy_b"], 4, seed=0)
 
 
 def test_play_matches_with_a_seed_is_reproducible_and_leaves_torch_random_state_alone():

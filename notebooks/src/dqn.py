@@ -8,12 +8,12 @@
 # updated copy of the network, the **target network**.
 #
 # You write two functions: `dqn_td_target` and `dqn_loss`. After each one, run the check
-# cell below it.
+# cell below it: it prints ✓ when your function passes; otherwise it stops with ✗, the case
+# that fails, what is wrong and a hint (so "Run All" stops at the first wrong function).
 #
 # Goal: a mean evaluation return of **475** (the maximum is 500) on `CartPole-v1`.
 
 # %%
-# On Colab or a fresh machine: %pip install rl-mind
 import copy
 import dataclasses
 import os
@@ -170,8 +170,8 @@ run_dir = run_directory("dqn")
 evaluator = Evaluator(
     config.env_name, every=config.eval_every, run_dir=run_dir, num_episodes=config.eval_episodes
 )
-writer = evaluator.writer
 setup_tensorboard(run_dir)
+writer = evaluator.writer
 
 # %% [markdown]
 # ## Training
@@ -220,7 +220,7 @@ env.close()
 # ## Learning curve and the best actor
 
 # %%
-evaluator.plot()
+ax = evaluator.plot()  # the mean evaluation return (± std) against training steps
 
 # %%
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))

@@ -14,7 +14,6 @@
 # Goal: a mean evaluation return of **475** (the maximum is 500) on `CartPole-v1`.
 
 # %%
-# On Colab or a fresh machine: %pip install rl-mind
 import dataclasses
 import os
 import time
@@ -163,8 +162,8 @@ run_dir = run_directory("reinforce")
 evaluator = Evaluator(
     config.env_name, every=config.eval_every, run_dir=run_dir, num_episodes=config.eval_episodes
 )
-writer = evaluator.writer
 setup_tensorboard(run_dir)
+writer = evaluator.writer
 
 # %% [markdown]
 # ## Training
@@ -214,7 +213,7 @@ env.close()
 # ## Learning curve and the best actor
 
 # %%
-evaluator.plot()
+ax = evaluator.plot()  # the mean evaluation return (± std) against training steps
 
 # %%
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))

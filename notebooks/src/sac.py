@@ -16,7 +16,6 @@
 # Goal: a mean evaluation return of **475** (the maximum is 500).
 
 # %%
-# On Colab or a fresh machine: %pip install rl-mind
 import copy
 import dataclasses
 import math
@@ -239,8 +238,8 @@ run_dir = run_directory("sac")
 evaluator = Evaluator(
     config.env_name, every=config.eval_every, run_dir=run_dir, num_episodes=config.eval_episodes
 )
-writer = evaluator.writer
 setup_tensorboard(run_dir)
+writer = evaluator.writer
 
 # %% [markdown]
 # ## Training
@@ -301,7 +300,7 @@ env.close()
 # ## Learning curve and the best actor
 
 # %%
-evaluator.plot()
+ax = evaluator.plot()  # the mean evaluation return (± std) against training steps
 
 # %%
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))

@@ -223,7 +223,9 @@ class PongDuelVectorEnv(VectorEnv):
             starts a new match (at ``reset`` too), unless ``set_opponents`` scheduled one.
         autoreset_mode: ``AutoresetMode.NEXT_STEP`` (default) or ``SAME_STEP`` (or their
             string values).
-        point_reward, max_steps, rules: the game's numbers (see :class:`PongDuelEnv`).
+        point_reward: the shaping reward per point (see :class:`PongDuelEnv`).
+        max_steps: the time limit (see :class:`PongDuelEnv`).
+        rules: all the numbers of the game (see :class:`PongDuelEnv`).
         render_mode: ``"rgb_array"``: ``render()`` returns one frame per copy.
         max_episode_steps: accepted for ``gymnasium.make_vec``; same as ``max_steps``.
     """

@@ -141,6 +141,9 @@ class PongDuelGame:
         seed: seeds match ``i`` with ``seed + i`` (``None``: fresh entropy).
     """
 
+    #: The actions of each player: 0 stay, 1 up, 2 down.
+    n_actions = 3
+
     def __init__(
         self, num_matches: int, rules: PongDuelRules | None = None, seed: int | None = None
     ) -> None:

@@ -30,7 +30,9 @@ class PongDuelParallelEnv:
 
     Args:
         render_mode: ``None`` or ``"rgb_array"``.
-        point_reward, max_steps, rules: the game's numbers (see :class:`PongDuelEnv`).
+        point_reward: the shaping reward per point (see :class:`PongDuelEnv`).
+        max_steps: the time limit (see :class:`PongDuelEnv`).
+        rules: all the numbers of the game (see :class:`PongDuelEnv`).
     """
 
     metadata = {

@@ -112,7 +112,8 @@ def render_frame(
 
     Args:
         paddle_y: the two paddles' heights (left player first).
-        ball_x, ball_y: the ball's centre in court coordinates.
+        ball_x: the ball centre's ``x`` in court coordinates.
+        ball_y: the ball centre's ``y`` in court coordinates.
         score: the two scores (left first).
         time_left: fraction of the time limit left, in ``[0, 1]`` (the header's bar).
         trail: earlier ball positions, oldest first (drawn fading).

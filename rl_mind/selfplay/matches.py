@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from rl_mind.core import _as_int
+from rl_mind.selfplay._checks import checked_seed
 
 __all__ = [
     "GameFactory",
@@ -59,7 +60,9 @@ class TwoPlayerGame(Protocol):
     (each from its own point of view); ``step(actions [2, M])`` plays one move of both
     players everywhere and returns a :class:`TwoPlayerStep`; ``observe()`` gives the current
     observations ``[2, M, ...]``. A match that ended may keep being stepped: its later
-    results are ignored. Optionally ``builtin_policy(name)`` resolves policy names.
+    results are ignored. Optionally ``builtin_policy(name)`` resolves policy names, and
+    ``n_actions`` (an int) says that the actions are ``0`` to ``n_actions - 1``, so that
+    :func:`play_matches` can name the policy that plays another one.
     """
 
     num_matches: int
@@ -194,13 +197,15 @@ def play_matches(
     """Play ``n_matches`` matches of A against B, A on each side half of the time.
 
     Args:
-        policy_a, policy_b: policies (see the module docstring).
+        policy_a: player A's policy (see the module docstring).
+        policy_b: player B's policy.
         n_matches: the number of matches (the first ``ceil(n/2)`` with A as player 0).
         game: ``factory(num_matches, seed) -> TwoPlayerGame``; default Pong Duel.
         seed: seeds the games and torch's random generators for the duration of the call
             (so that sampling policies draw the same actions: the same seed gives the same
             results), then restores those generators: a training run that evaluates from
-            time to time draws the same random numbers as one that does not.
+            time to time draws the same random numbers as one that does not. None or an
+            int from 0 to ``2**64 - 1`` (what ``torch.manual_seed`` takes).
         batch_size: the most matches played at once.
         max_steps: a safety limit on the steps of one batch (a game must end its matches).
 
@@ -216,6 +221,7 @@ def play_matches(
         if count is None or count < 1:
             raise ValueError(f"play_matches: {name} must be a positive int, got {value!r}")
     n_matches, batch_size, max_steps = int(n_matches), int(batch_size), int(max_steps)
+    seed = checked_seed(seed, "play_matches: seed", bits=64)  # (what torch.manual_seed takes)
     factory = game if game is not None else _pong_duel
     if seed is None:
         return _play_all(policy_a, policy_b, n_matches, factory, None, batch_size, max_steps)
@@ -252,11 +258,12 @@ def _play_all(
 
 
 def _policy_actions(
-    act: Callable[[np.ndarray], np.ndarray], obs: np.ndarray, name: str
+    act: Callable[[np.ndarray], np.ndarray], obs: np.ndarray, name: str, n_actions: int | None
 ) -> np.ndarray:
     """``act(obs)``, checked: one integer action per observation (writing them into the
     ``[2, M]`` actions would truncate floats and broadcast a single action to every match
-    without a word)."""
+    without a word), in ``[0, n_actions)`` when the game says ``n_actions`` (the game's
+    own check could not say which policy played it)."""
     actions = np.asarray(act(obs))
     if actions.shape != (len(obs),):
         raise ValueError(
@@ -268,6 +275,13 @@ def _policy_actions(
             f"play_matches: {name} returned actions of dtype {actions.dtype}; expected "
             f"integer actions (torch.long)"
         )
+    if n_actions is not None:
+        outside = (actions < 0) | (actions >= n_actions)
+        if outside.any():
+            raise ValueError(
+                f"play_matches: {name} returned the action {int(actions[outside][0])}; this "
+                f"game's actions are 0 to {n_actions - 1}"
+            )
     return actions
 
 
@@ -283,6 +297,7 @@ def _play_batch(
     m = len(a_first)
     g = factory(m, seed)
     act_a, act_b = _numpy_policy(policy_a, g), _numpy_policy(policy_b, g)
+    n_actions = getattr(g, "n_actions", None)
     obs = g.reset(seed)
     a_side = np.where(a_first, 0, 1)
     rows = np.arange(m)
@@ -290,8 +305,10 @@ def _play_batch(
     finished = np.zeros(m, dtype=bool)
     for _ in range(max_steps):
         actions = np.empty((2, m), dtype=np.int64)
-        actions[a_side, rows] = _policy_actions(act_a, obs[a_side, rows], "policy_a")
-        actions[1 - a_side, rows] = _policy_actions(act_b, obs[1 - a_side, rows], "policy_b")
+        actions[a_side, rows] = _policy_actions(act_a, obs[a_side, rows], "policy_a", n_actions)
+        actions[1 - a_side, rows] = _policy_actions(
+            act_b, obs[1 - a_side, rows], "policy_b", n_actions
+        )
         result = g.step(actions)
         ended = (np.asarray(result.terminated) | np.asarray(result.truncated)) & ~finished
         if ended.any():
@@ -346,6 +363,7 @@ def round_robin(
                     f"round_robin: players must be a dict name -> policy, or (name, policy) "
                     f"pairs or bot names, got {item!r}"
                 )
+    seed = checked_seed(seed, "round_robin: seed", bits=64)
     names = tuple(name for name, _ in items)
     if len(set(names)) != len(names):
         raise ValueError(f"round_robin: player names must be unique, got {names}")
@@ -354,7 +372,8 @@ def round_robin(
     draws = np.zeros((p, p))
     for i in range(p):
         for j in range(i + 1, p):
-            pair_seed = None if seed is None else seed + 7919 * (i * p + j)
+            # (wrapped: the seed of every pair stays one that play_matches takes)
+            pair_seed = None if seed is None else (seed + 7919 * (i * p + j)) % 2**64
             s = play_matches(
                 items[i][1],
                 items[j][1],

@@ -13,6 +13,9 @@ What the reader must not get wrong:
   ``-1`` it lost, ``0`` a draw), the convention of ``PongDuelVectorEnv.pop_results``.
 - ``"latest"`` is the most recent *snapshot* in the pool, not the live learner: a trainer
   that wants the live learner as an opponent uses the learner itself.
+- Validate everything first, then mutate: a call that raises leaves the pool as it was.
+  :meth:`OpponentPool.load_state_dict` checks every entry of the state and builds every
+  snapshot before it replaces anything, so an incomplete or invalid state changes nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 from torch import nn
 
 from rl_mind.core import _as_int
+from rl_mind.selfplay._checks import checked_count, checked_seed, finite_number
 
 __all__ = ["SAMPLING_STRATEGIES", "OpponentPool", "Snapshot"]
 
@@ -88,8 +92,8 @@ class OpponentPool:
     Args:
         capacity: the most snapshots kept (>= 1, >= 2 with ``keep_first``).
         sampling: the default strategy of :meth:`sample` (a name or a mixture).
-        pfsp_exponent: the ``p ** exponent`` weighting of PFSP (larger: more focus on the
-            hardest opponents).
+        pfsp_exponent: the ``p ** exponent`` weighting of PFSP, a finite number >= 0
+            (larger: more focus on the hardest opponents; 0: uniform).
         eviction: ``"oldest"`` or ``"weakest"``.
         keep_first: never evict the first snapshot.
         decay: each recorded result first multiplies that snapshot's counts by ``decay``
@@ -118,16 +122,18 @@ class OpponentPool:
             raise ValueError(
                 f"OpponentPool: eviction must be 'oldest' or 'weakest', got {eviction!r}"
             )
-        if not 0.0 < decay <= 1.0:
+        if not 0.0 < decay <= 1.0:  # (NaN too)
             raise ValueError(f"OpponentPool: decay must be in (0, 1], got {decay}")
         self._check_strategy(sampling)
         self.capacity = capacity
         self.sampling = sampling
-        self.pfsp_exponent = float(pfsp_exponent)
+        self.pfsp_exponent = finite_number(
+            pfsp_exponent, "OpponentPool: pfsp_exponent", minimum=0.0
+        )
         self.eviction = eviction
         self.keep_first = keep_first
         self.decay = float(decay)
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(checked_seed(seed, "OpponentPool: seed"))
         self.snapshots: list[Snapshot] = []
         self._next_id = 0
         self._first_id: int | None = None
@@ -156,11 +162,12 @@ class OpponentPool:
 
     def add(self, policy: Any, step: int) -> Snapshot:
         """Store a frozen deep copy of ``policy`` taken at training step ``step``; evict if full."""
+        step = checked_count(step, "OpponentPool.add: step (the training step)")
         frozen = copy.deepcopy(policy)
         if isinstance(frozen, nn.Module):
             frozen.eval()
             frozen.requires_grad_(False)
-        snapshot = Snapshot(id=self._next_id, step=int(step), policy=frozen)
+        snapshot = Snapshot(id=self._next_id, step=step, policy=frozen)
         self._next_id += 1
         if self._first_id is None:
             self._first_id = snapshot.id
@@ -277,27 +284,70 @@ class OpponentPool:
     def load_state_dict(
         self, state: Mapping[str, Any], make_policy: Callable[[], nn.Module]
     ) -> None:
-        """Restore a pool saved by :meth:`state_dict`; ``make_policy()`` builds an empty module."""
-        snapshots = []
-        for item in state["snapshots"]:
-            policy = make_policy()
-            policy.load_state_dict(item["policy"])
-            policy.eval()
-            policy.requires_grad_(False)
-            snapshots.append(
-                Snapshot(
-                    id=int(item["id"]),
-                    step=int(item["step"]),
-                    policy=policy,
-                    wins=float(item["wins"]),
-                    draws=float(item["draws"]),
-                    losses=float(item["losses"]),
-                )
+        """Restore a pool saved by :meth:`state_dict`; ``make_policy()`` builds an empty module.
+
+        Validate everything first, then mutate: every entry is checked and every snapshot's
+        policy built before the pool changes, so an incomplete or invalid ``state`` raises a
+        ``ValueError`` or ``TypeError`` naming the entry (``state['snapshots'][2]['wins']``)
+        and leaves the pool as it was.
+        """
+        where = "OpponentPool.load_state_dict"
+        if not isinstance(state, Mapping):
+            raise TypeError(
+                f"{where}: expected the dict of OpponentPool.state_dict(), got "
+                f"{type(state).__name__}"
             )
+        missing = [key for key in ("snapshots", "next_id", "first_id", "rng") if key not in state]
+        if missing:
+            raise ValueError(
+                f"{where}: the state lacks {missing}; OpponentPool.state_dict() has "
+                f"'snapshots', 'next_id', 'first_id' and 'rng'"
+            )
+        next_id = checked_count(state["next_id"], f"{where}: state['next_id']")
+        first_id = state["first_id"]
+        if first_id is not None:
+            first_id = checked_count(first_id, f"{where}: state['first_id']")
+        if (first_id is None) != (next_id == 0) or (first_id is not None and first_id >= next_id):
+            raise ValueError(
+                f"{where}: state['first_id'] {first_id!r} does not fit state['next_id'] "
+                f"{next_id} (the first id is None before any add, and below next_id after)"
+            )
+        items = state["snapshots"]
+        if not isinstance(items, list | tuple):
+            raise TypeError(
+                f"{where}: state['snapshots'] must be a list of snapshots, got "
+                f"{type(items).__name__}"
+            )
+        if len(items) > self.capacity:
+            raise ValueError(
+                f"{where}: the state holds {len(items)} snapshots, more than this pool's "
+                f"capacity {self.capacity}"
+            )
+        snapshots = [
+            _snapshot_from_state(item, f"{where}: state['snapshots'][{i}]", next_id, make_policy)
+            for i, item in enumerate(items)
+        ]
+        ids = [s.id for s in snapshots]
+        if any(a >= b for a, b in zip(ids, ids[1:])):
+            raise ValueError(
+                f"{where}: the snapshot ids {ids} do not increase (the pool keeps its "
+                f"snapshots in the order they were added)"
+            )
+        # (tried on a copy: a state the generator refuses changes nothing)
+        rng_state = state["rng"]
+        trial = copy.deepcopy(self.rng.bit_generator)
+        try:
+            trial.state = dict(rng_state)
+        except (TypeError, ValueError, KeyError, OverflowError) as error:
+            raise ValueError(
+                f"{where}: state['rng'] is not a state of this pool's "
+                f"{type(trial).__name__} generator ({error})"
+            ) from None
+        # Every check passed: replace the pool's state.
         self.snapshots = snapshots
-        self._next_id = int(state["next_id"])
-        self._first_id = None if state["first_id"] is None else int(state["first_id"])
-        self.rng.bit_generator.state = dict(state["rng"])
+        self._next_id = next_id
+        self._first_id = first_id
+        self.rng.bit_generator.state = trial.state
 
     # ------------------------------------------------------------------ checks
     @staticmethod
@@ -309,14 +359,51 @@ class OpponentPool:
                     f"OpponentPool: unknown sampling strategy {name!r}; expected one of "
                     f"{SAMPLING_STRATEGIES} or a mapping of them to weights"
                 )
-        if isinstance(strategy, Mapping) and (
-            not strategy or any(w < 0 for w in strategy.values()) or sum(strategy.values()) <= 0
-        ):
-            raise ValueError(
-                f"OpponentPool: a sampling mixture needs non-negative weights with a positive "
-                f"sum, got {dict(strategy)}"
-            )
+        if isinstance(strategy, Mapping):
+            for name, weight in strategy.items():
+                finite_number(weight, f"OpponentPool: the mixture weight of {name!r}", minimum=0.0)
+            if sum(strategy.values()) <= 0:
+                raise ValueError(
+                    f"OpponentPool: a sampling mixture needs non-negative weights with a "
+                    f"positive sum, got {dict(strategy)}"
+                )
 
     def _check_not_empty(self, what: str) -> None:
         if not self.snapshots:
             raise ValueError(f"OpponentPool.{what}: the pool is empty; add a snapshot first")
+
+
+_SNAPSHOT_KEYS = ("id", "step", "policy", "wins", "draws", "losses")
+
+
+def _snapshot_from_state(
+    item: Any, where: str, next_id: int, make_policy: Callable[[], nn.Module]
+) -> Snapshot:
+    """One snapshot of :meth:`OpponentPool.state_dict`, checked, its policy built."""
+    if not isinstance(item, Mapping):
+        raise TypeError(f"{where} must be a dict, got {type(item).__name__}")
+    missing = [key for key in _SNAPSHOT_KEYS if key not in item]
+    if missing:
+        raise ValueError(f"{where} lacks {missing}; a saved snapshot has {list(_SNAPSHOT_KEYS)}")
+    snapshot_id = checked_count(item["id"], f"{where}['id']")
+    if snapshot_id >= next_id:
+        raise ValueError(
+            f"{where}['id'] is {snapshot_id}, but state['next_id'] is {next_id}: every id "
+            f"given so far is below next_id"
+        )
+    step = checked_count(item["step"], f"{where}['step']")
+    wins, draws, losses = (
+        finite_number(item[key], f"{where}[{key!r}]", minimum=0.0)
+        for key in ("wins", "draws", "losses")
+    )
+    policy = make_policy()
+    try:
+        policy.load_state_dict(item["policy"])
+    except (RuntimeError, TypeError, ValueError, KeyError, AttributeError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise ValueError(
+            f"{where}['policy'] does not fit the module make_policy() builds: {first_line}"
+        ) from None
+    policy.eval()
+    policy.requires_grad_(False)
+    return Snapshot(snapshot_id, step, policy, wins, draws, losses)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rl_mind.core import _as_int
+from rl_mind.selfplay._checks import finite_number
 
 __all__ = [
     "EloTable",
@@ -152,23 +153,26 @@ class EloTable:
     def __init__(
         self, k: float = 16.0, initial: float = 0.0, fixed: Mapping[str, float] | None = None
     ) -> None:
-        if k <= 0:
-            raise ValueError(f"EloTable: k must be positive, got {k}")
-        self.k = float(k)
-        self.initial = float(initial)
+        self.k = finite_number(k, "EloTable: k", minimum=0.0, strictly=True)
+        self.initial = finite_number(initial, "EloTable: initial")
         if fixed is not None and not isinstance(fixed, Mapping):
             raise TypeError(
                 f"EloTable: fixed must map each fixed player to its rating (e.g. "
                 f"{{'random': 0.0}}), got {type(fixed).__name__}"
             )
-        self.fixed = dict(fixed or {})
+        self.fixed = {
+            name: finite_number(rating, f"EloTable: the fixed rating of {name!r}")
+            for name, rating in (fixed or {}).items()
+        }
         self.ratings: dict[str, float] = dict(self.fixed)
         self.games: dict[str, float] = dict.fromkeys(self.fixed, 0.0)
         self.points: dict[str, float] = dict.fromkeys(self.fixed, 0.0)
 
     def add_player(self, name: str, rating: float | None = None) -> None:
+        if rating is not None:
+            rating = finite_number(rating, f"EloTable.add_player: the rating of {name!r}")
         if name not in self.ratings:
-            self.ratings[name] = self.initial if rating is None else float(rating)
+            self.ratings[name] = self.initial if rating is None else rating
             self.games[name] = 0.0
             self.points[name] = 0.0
 
@@ -185,8 +189,10 @@ class EloTable:
         """Record ``wins`` / ``draws`` / ``losses`` of ``a`` against ``b`` (one update for the batch)."""
         if a == b:
             raise ValueError(f"EloTable.update: a player cannot play itself ({a!r})")
-        if min(wins, draws, losses) < 0:
-            raise ValueError(f"EloTable.update: counts must be >= 0, got {wins}, {draws}, {losses}")
+        wins, draws, losses = (
+            finite_number(count, f"EloTable.update: {name} (a count of matches)", minimum=0.0)
+            for name, count in (("wins", wins), ("draws", draws), ("losses", losses))
+        )
         n = wins + draws + losses
         if n == 0:
             return
@@ -249,6 +255,11 @@ def bradley_terry(
 
     Returns:
         A :class:`Leaderboard` with standard errors from the curvature of the likelihood.
+        With a single player there is nothing to fit: it gets ``anchor_rating``, a
+        standard error of 0, and no games.
+
+    Counts must be finite and non-negative (a NaN or an infinity is a ``ValueError``
+    naming the entry), as must ``prior_draws``.
     """
     if hasattr(wins, "wins") and hasattr(wins, "draws") and hasattr(wins, "names"):
         results: Any = wins
@@ -262,8 +273,16 @@ def bradley_terry(
         raise ValueError(
             f"bradley_terry: draws must have the shape of wins {w.shape}, got {d.shape}"
         )
-    if np.any(w < 0) or np.any(d < 0):
-        raise ValueError("bradley_terry: counts must be non-negative")
+    for label, counts in (("wins", w), ("draws", d)):
+        bad = ~np.isfinite(counts) | (counts < 0)
+        if bad.any():
+            i, j = (int(k) for k in np.argwhere(bad)[0])
+            raise ValueError(
+                f"bradley_terry: {label} must be finite counts >= 0, got {counts[i, j]} at "
+                f"{label}[{i}, {j}]"
+            )
+    prior_draws = finite_number(prior_draws, "bradley_terry: prior_draws", minimum=0.0)
+    anchor_rating = finite_number(anchor_rating, "bradley_terry: anchor_rating")
     names = [str(i) for i in range(p)] if names is None else [str(n) for n in names]
     if len(names) != p:
         raise ValueError(f"bradley_terry: {len(names)} names for {p} players")
@@ -285,6 +304,8 @@ def bradley_terry(
                 f"bradley_terry: anchor index {anchor} is not a player; indices 0 to {p - 1}"
             )
         anchor_index = int(anchor)
+    if p == 1:  # (a player alone: nothing to fit, it sits at the anchor)
+        return Leaderboard((LeaderboardRow(names[0], anchor_rating, 0.0, 0.0, None),), title)
     # (copies: the caller's matrices stay as they were)
     w, d = w.copy(), d.copy()
     np.fill_diagonal(w, 0.0)

@@ -1,0 +1,412 @@
+"""The engine every check runs on: a gap's :class:`Spec`, its cases, and the verdict.
+
+A practical's check module (``rl_mind/checks/dqn.py``) describes each gap with a
+:class:`Spec`: the function's arguments, its cases (ordered so that each one adds a single
+difficulty: one step, several steps, a terminal step, an episode boundary inside the
+rollout, a truncation...), how to build each case's inputs, and what its outputs must
+satisfy. ``spec.check(student_fn)`` runs the student's function on every case and
+
+- prints one ``✓`` line and returns ``None`` when every case passes;
+- raises :class:`CheckFailure` (an ``AssertionError``) at the first case that fails,
+  saying what is wrong (values at which row, a sign error, a sum instead of a mean,
+  gradients flowing into a target, an input changed in place...) and a hint, never the
+  formula. "Run All" in a notebook stops there, and grading tools count a failed test.
+
+The cases' inputs and expected outputs (and gradients) are *data*, stored beside the
+practical's module (``dqn.pt``) and produced by running the reference solutions of the
+practical source (:mod:`rl_mind.checks.references`); nothing here computes the right
+answer. When a result is wrong, a spec's :class:`Probe` may call the function again on
+changed inputs to name a mistake the values alone do not show (a loss that does not move
+when the targets are shuffled compares every Q-value with every target).
+
+What the reader must not get wrong: a check never swallows the student's exceptions (a
+``NotImplementedError`` from an unfilled gap, a shape error) — they propagate with their
+traceback, which is what a student needs to see. The random state is restored after a
+check.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from rl_mind.checks.inputs import changed_parts, materialize
+
+__all__ = ["Case", "CheckFailure", "Probe", "Spec", "same_result"]
+
+_ATOL, _RTOL = 1e-5, 1e-4
+
+NO_GRAD_TARGET = (
+    "the result carries gradients, but it is a target: compute it under torch.no_grad() "
+    "(or .detach() it) so that the loss does not push the target around"
+)
+TERMINAL = (
+    "a terminal step (terminated=True) has no future: do not bootstrap from the next state "
+    "there (mask the bootstrap with the terminated flag)"
+)
+
+
+class CheckFailure(AssertionError):
+    """A check found the student's function wrong. The message names the function, the
+    first failing case, what is wrong and (where it helps) a hint.
+
+    An ``AssertionError``, so that a grading tool (nbgrader) counts the check cell as a
+    failed test; in a notebook it shows as the ``✗`` message alone, without the check's
+    own traceback (the student's code is not in it).
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows these lines instead of a traceback for exceptions that define this
+        return [
+            f"\x1b[0;31m✗ {line}\x1b[0m" if i == 0 else line
+            for i, line in enumerate(str(self).split("\n"))
+        ]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One prepared case: ``name`` says what it contains (shown to the student), ``hint``
+    the likely mistake when it is the first case that fails."""
+
+    name: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A second call of the student's function on changed inputs, made when a case's
+    values are wrong: if ``fires(result, result_on_changed_inputs)``, ``message`` replaces
+    the case's hint.
+
+    ``change`` maps the case's stored inputs to new stored inputs (it must not modify
+    them); ``fires`` compares the first outputs of the two calls.
+    """
+
+    change: Callable[[dict[str, Any]], dict[str, Any]]
+    fires: Callable[[Tensor, Tensor], bool]
+    message: str
+
+
+def same_result(result: Tensor, changed: Tensor) -> bool:
+    """A :attr:`Probe.fires` test: the change of input did not change the result."""
+    return close(result, changed)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One gap: how to call it, its cases, and what its outputs must satisfy.
+
+    ``kind``: ``"target"`` (a tensor without gradient), ``"loss"`` (a scalar whose
+    gradients are checked too), ``"losses"`` (a tuple of them, named by ``outputs``) or
+    ``"inplace"`` (returns nothing; the inputs named in ``changes`` must end as stored).
+    ``data`` is the practical's data file. The ``*_messages`` dicts, keyed by ``(output,
+    input)``, replace the generic messages about gradients that must be zero, must exist,
+    or are wrong while the value is right; ``changed_messages``, keyed by argument, the
+    message about an input changed in place (``{name}`` is the part that changed).
+    """
+
+    function: str
+    args: tuple[str, ...]
+    cases: tuple[Case, ...]
+    build: Callable[[torch.Generator, int], dict[str, Any]]  # (generator, case) -> inputs
+    kind: str
+    data: Path
+    outputs: tuple[str, ...] = ("output",)
+    grad_inputs: tuple[str, ...] = ()  # tensors given with requires_grad=True
+    probes: tuple[Probe, ...] = ()
+    changes: tuple[str, ...] = ()  # the inputs the function is meant to change in place
+    no_grad_messages: dict[tuple[str, str], str] = field(default_factory=dict)
+    grad_messages: dict[tuple[str, str], str] = field(default_factory=dict)
+    wrong_grad_messages: dict[tuple[str, str], str] = field(default_factory=dict)
+    changed_messages: dict[str, str] = field(default_factory=dict)
+    sign_message: str = "the result has the opposite sign of what it should be (a sign error)"
+
+    def check(self, student_fn: Callable[..., Any]) -> None:
+        """Run ``student_fn`` on every case: print ``✓`` when all pass, else raise
+        :class:`CheckFailure` at the first that fails."""
+        if not callable(student_fn):
+            raise TypeError(
+                f"check_{self.function} expects your function {self.function}, got {student_fn!r}"
+            )
+        cases = load_cases(self)
+        torch_state = torch.random.get_rng_state()
+        try:
+            for i, (case, stored) in enumerate(zip(self.cases, cases)):
+                try:
+                    _run_case(self, student_fn, stored)
+                except _Mismatch as mismatch:
+                    hint = f"\n  Hint: {case.hint}." if mismatch.hint else ""
+                    raise CheckFailure(
+                        f"{self.function}: case {i + 1}/{len(cases)} ({case.name}) fails: "
+                        f"{mismatch}{hint}"
+                    ) from None
+        finally:
+            torch.random.set_rng_state(torch_state)
+        passed = f"all {len(cases)} cases" if len(cases) > 1 else "its case"
+        print(f"✓ {self.function} passes {passed}")
+
+
+# ---------------------------------------------------------------------- the check data
+@cache
+def _load(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the check data {path} is missing; regenerate it from the practical source with "
+            f"`python -m rl_mind.checks notebooks/src/{path.stem}.py`"
+        )
+    data: dict[str, Any] = torch.load(path, weights_only=True)
+    return data
+
+
+def load_cases(spec: Spec) -> list[dict[str, Any]]:
+    """The stored ``{"inputs", "expected"}`` of each case of ``spec``."""
+    cases: list[dict[str, Any]] = _load(spec.data)[spec.function]
+    return cases
+
+
+def clear_cache() -> None:
+    """Forget the loaded data files (after regenerating them)."""
+    _load.cache_clear()
+
+
+# ---------------------------------------------------------------------- calling
+def build_inputs(spec: Spec, stored: dict[str, Any]) -> dict[str, Any]:
+    """Live inputs of one call, fresh from the stored ones."""
+    return {name: materialize(stored[name], name in spec.grad_inputs) for name in spec.args}
+
+
+def call(spec: Spec, fn: Callable[..., Any], inputs: dict[str, Any]) -> Any:
+    return fn(*[inputs[name] for name in spec.args])
+
+
+def grad_input_names(spec: Spec, inputs: dict[str, Any]) -> list[str]:
+    """The inputs whose gradients are compared: every network, and ``grad_inputs``."""
+    networks = [name for name in spec.args if isinstance(inputs[name], nn.Module)]
+    return ([] if spec.kind == "inplace" else networks) + list(spec.grad_inputs)
+
+
+def gradients(output: Tensor, inputs: dict[str, Any], names: Sequence[str]) -> dict[str, Tensor]:
+    """Flattened gradients of ``output`` w.r.t. each named input (zeros where unused)."""
+    result: dict[str, Tensor] = {}
+    for name in names:
+        value = inputs[name]
+        leaves: list[Tensor]
+        if isinstance(value, nn.Module):
+            leaves = list(value.parameters())
+        elif isinstance(value, Tensor) and value.requires_grad:
+            leaves = [value]
+        else:
+            continue
+        if not output.requires_grad:
+            result[name] = torch.cat([torch.zeros(leaf.numel()) for leaf in leaves])
+            continue
+        grads = torch.autograd.grad(output, leaves, retain_graph=True, allow_unused=True)
+        result[name] = torch.cat(
+            [
+                (torch.zeros(leaf.numel()) if grad is None else grad.detach().reshape(-1))
+                for leaf, grad in zip(leaves, grads)
+            ]
+        )
+    return result
+
+
+def outputs_of(spec: Spec, result: Any) -> dict[str, Any]:
+    """The function's result by output name."""
+    if len(spec.outputs) == 1:
+        return {spec.outputs[0]: result}
+    if not isinstance(result, tuple | list) or len(result) != len(spec.outputs):
+        length = f" of length {len(result)}" if isinstance(result, tuple | list) else ""
+        raise _Mismatch(
+            f"expected a tuple ({', '.join(spec.outputs)}), got {type(result).__name__}{length}"
+        )
+    return dict(zip(spec.outputs, result))
+
+
+# ---------------------------------------------------------------------- comparing
+class _Mismatch(Exception):
+    """What is wrong with the student's result on one case; ``hint``: whether the case's
+    hint helps (it is about values, not about gradients, signs or shapes)."""
+
+    def __init__(self, message: str, hint: bool = True) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def close(a: Tensor, b: Tensor) -> bool:
+    return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=_ATOL, rtol=_RTOL)
+
+
+def _describe_row(stored: dict[str, Any], index: tuple[int, ...]) -> str:
+    words = []
+    for flag in ("terminated", "truncated"):
+        flags = stored.get(flag)
+        if flags is None and isinstance(stored.get("batch"), dict):
+            flags = stored["batch"].get(flag)
+        if isinstance(flags, Tensor) and flags.dim() == len(index) and bool(flags[index]):
+            words.append(f"{flag}=True")
+    position = ", ".join(f"{axis}={i}" for axis, i in zip("tb" if len(index) == 2 else "n", index))
+    return f"[{position}]" + (f" ({', '.join(words)})" if words else "")
+
+
+def _batch_size(stored: dict[str, Any]) -> int | None:
+    for value in stored.values():
+        if isinstance(value, Tensor) and value.dim() >= 1:
+            return int(value.shape[0])
+        if isinstance(value, dict) and "__transitions__" in value:
+            return int(value["reward"].shape[0])
+    return None
+
+
+def _compare_value(
+    name: str, got: Any, expected: Tensor, spec: Spec, stored: dict[str, Any]
+) -> None:
+    label = "" if name == "output" else f"{name}: "
+    if got is None:
+        raise _Mismatch(f"{label}the function returned None: did you forget `return`?")
+    if not isinstance(got, Tensor):
+        raise _Mismatch(f"{label}expected a torch.Tensor, got {type(got).__name__}")
+    if spec.kind in ("loss", "losses") and got.dim() != 0:
+        raise _Mismatch(
+            f"{label}a loss must be a scalar (0-d) tensor, got shape {list(got.shape)}: "
+            f"average over the batch (.mean())"
+        )
+    if got.shape != expected.shape:
+        message = f"{label}expected shape {list(expected.shape)}, got {list(got.shape)}"
+        if expected.dim() == 1 and list(got.shape) == [len(expected)] * 2:
+            size = len(expected)
+            message += (
+                f": a [{size}, 1] tensor combined with a [{size}] one broadcasts to "
+                f"[{size}, {size}]; make both [{size}] (.squeeze(-1) the [{size}, 1] one)"
+            )
+        raise _Mismatch(message, hint=False)
+    if not got.is_floating_point():
+        raise _Mismatch(f"{label}expected a floating-point tensor, got {got.dtype}")
+    if not torch.isfinite(got).all():
+        raise _Mismatch(f"{label}the result contains NaN or infinite values")
+    got = got.detach()
+    if close(got, expected):
+        return
+    if close(got, -expected) and expected.abs().max() > 1e-3:
+        raise _Mismatch(f"{label}{spec.sign_message}", hint=False)
+    if expected.dim() == 0 and abs(float(expected)) > 1e-6:
+        ratio = float(got) / float(expected)
+        n = _batch_size(stored)
+        if n and math.isclose(ratio, n, rel_tol=1e-3):
+            raise _Mismatch(
+                f"{label}the loss is {n} times too large: average over the batch (mean), do not sum",
+                hint=False,
+            )
+        if math.isclose(ratio, 2.0, rel_tol=1e-3) or math.isclose(ratio, 0.5, rel_tol=1e-3):
+            raise _Mismatch(f"{label}the loss is off by a factor {ratio:g}: check the 1/2 factors")
+        raise _Mismatch(f"{label}wrong value: got {float(got):.5g}, expected {float(expected):.5g}")
+    wrong = (~torch.isclose(got.double(), expected.double(), atol=_ATOL, rtol=_RTOL)).nonzero()
+    first = tuple(int(i) for i in wrong[0])
+    raise _Mismatch(
+        f"{label}{len(wrong)} of {expected.numel()} values are wrong; first at "
+        f"{_describe_row(stored, first)}: got {float(got[first]):.5g}, expected "
+        f"{float(expected[first]):.5g}"
+    )
+
+
+def _compare_grads(
+    spec: Spec, output: str, got: dict[str, Tensor], expected: dict[str, Tensor]
+) -> None:
+    label = "" if output == "output" else f"{output}: "
+    for name, want in expected.items():
+        have = got.get(name, torch.zeros_like(want))
+        want_zero = bool(want.abs().max() <= 1e-7) if want.numel() else True
+        have_zero = bool(have.abs().max() <= 1e-7) if have.numel() else True
+        if want_zero and not have_zero:
+            message = spec.no_grad_messages.get(
+                (output, name),
+                f"gradients flow into {name}, which must be a constant here "
+                f"(detach it or use torch.no_grad())",
+            )
+        elif have_zero and not want_zero:
+            message = spec.grad_messages.get(
+                (output, name),
+                f"no gradient reaches {name}: something is detached (or computed under "
+                f"torch.no_grad()) that must carry gradients",
+            )
+        elif not close(have, want):
+            message = spec.wrong_grad_messages.get(
+                (output, name),
+                f"the value is right but the gradient with respect to {name} is not: "
+                f"something that must be a constant carries gradients (or the other way round)",
+            )
+        else:
+            continue
+        raise _Mismatch(label + message, hint=False)
+
+
+def _check_unchanged(spec: Spec, inputs: dict[str, Any], stored: dict[str, Any]) -> None:
+    """Refuse a function that changed an input it was not meant to change."""
+    for name in spec.args:
+        if name in spec.changes:
+            continue
+        parts = changed_parts(name, inputs[name], stored[name])
+        if parts:
+            message = spec.changed_messages.get(
+                name,
+                "{name} was changed in place (an in-place operation on it: `+=`, `add_`, an "
+                "indexed assignment...); the caller still needs it as it was: compute into "
+                "a new tensor instead (`x = x + ...`, torch.zeros_like)",
+            )
+            raise _Mismatch(message.format(name=parts[0]), hint=False)
+
+
+def _probe(
+    spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any], result: Any
+) -> str | None:
+    """The message of the first probe that fires on this wrong result, if any."""
+    first = result[0] if isinstance(result, tuple | list) else result
+    for probe in spec.probes:
+        inputs = build_inputs(spec, probe.change(stored))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                again = call(spec, student_fn, inputs)
+        except Exception:  # (a probe only chooses the message: the case has failed already)
+            continue
+        again = again[0] if isinstance(again, tuple | list) else again
+        if isinstance(again, Tensor) and probe.fires(first.detach(), again.detach()):
+            return probe.message
+    return None
+
+
+def _run_case(spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any]) -> None:
+    inputs = build_inputs(spec, stored["inputs"])
+    expected = stored["expected"]
+    result = call(spec, student_fn, inputs)
+    _check_unchanged(spec, inputs, stored["inputs"])
+    if spec.kind == "inplace":
+        for name in spec.changes:
+            for i, (module, want) in enumerate(zip(inputs[name], expected[name])):
+                for key, value in module.state_dict().items():
+                    if not close(value, want[key]):
+                        raise _Mismatch(f"{name}[{i}] has wrong parameters ({key})")
+        return
+    outputs = outputs_of(spec, result)
+    for name in spec.outputs:
+        try:
+            _compare_value(name, outputs[name], expected["outputs"][name], spec, stored["inputs"])
+        except _Mismatch as mismatch:
+            message = _probe(spec, student_fn, stored["inputs"], result) if mismatch.hint else None
+            if message is None:
+                raise
+            raise _Mismatch(message, hint=False) from None
+        if spec.kind == "target" and outputs[name].requires_grad:
+            raise _Mismatch(NO_GRAD_TARGET, hint=False)
+    if spec.kind in ("loss", "losses"):
+        names = grad_input_names(spec, inputs)
+        for name in spec.outputs:
+            got = gradients(outputs[name], inputs, names)
+            _compare_grads(spec, name, got, expected["grads"][name])

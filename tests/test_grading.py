@@ -1,0 +1,98 @@
+"""Grading a practical with nbgrader, the real package, as a teacher would.
+
+A throwaway course in a temporary folder: ``rl-mind practical --nbgrader`` writes the DQN
+practical as a source assignment, ``nbgrader generate_assignment`` makes the students'
+version, two students hand it in (one with the reference solutions, one with a typical
+mistake in the loss), and ``nbgrader autograde`` grades them: full points for the first,
+the loss's point lost for the second.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from rl_mind.practicals import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "notebooks" / "src" / "dqn.py"
+
+
+def nbgrader(course: Path, *args: str) -> None:
+    """Run ``nbgrader ARGS`` in the course folder (the training cells at the fast-test
+    budgets, as the teacher's guide says)."""
+    env = {**os.environ, "RL_MIND_FAST_TEST": "1", "RL_MIND_OUTPUTS": str(course / "outputs")}
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def submit(course: Path, student: str, solutions: dict[str, str]) -> None:
+    """Hand in the released notebook with the solution cells filled with ``solutions``."""
+    notebook = nbformat.read(course / "release" / "dqn" / "dqn.ipynb", as_version=4)
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in solutions:
+            cell.source = solutions[grade_id]
+    folder = course / "submitted" / student / "dqn"
+    folder.mkdir(parents=True)
+    nbformat.write(notebook, folder / "dqn.ipynb")
+
+
+@pytest.mark.slow
+def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_less(
+    tmp_path: Path,
+) -> None:
+    course = tmp_path / "course"
+    assert main([str(SOURCE), "--nbgrader", str(course)]) == 0
+    (course / "nbgrader_config.py").write_text(
+        'c = get_config()\nc.CourseDirectory.course_id = "rl-course"\nc.Execute.timeout = 120\n'
+    )
+    nbgrader(course, "generate_assignment", "dqn")
+
+    # the students' version has nbgrader's stubs where the solutions were
+    source = nbformat.read(course / "source" / "dqn" / "dqn.ipynb", as_version=4)
+    solutions = {
+        cell.metadata.nbgrader.grade_id: cell.source
+        for cell in source.cells
+        if cell.metadata.nbgrader.solution
+    }
+    assert sorted(solutions) == ["dqn_loss", "dqn_td_target"]
+    released = (course / "release" / "dqn" / "dqn.ipynb").read_text()
+    assert "F.mse_loss(q_taken, td_target)" not in released
+    assert "# To write: the mean squared error between Q(s, a) and the targets" in released
+    assert "raise NotImplementedError()" in released
+
+    submit(course, "reference", solutions)
+    broadcast = solutions["dqn_loss"].replace(".unsqueeze(1)).squeeze(1)", ".unsqueeze(1))")
+    assert broadcast != solutions["dqn_loss"]
+    submit(course, "mistake", {**solutions, "dqn_loss": broadcast})
+    nbgrader(course, "autograde", "dqn")
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        reference = gradebook.find_submission("dqn", "reference")
+        mistake = gradebook.find_submission("dqn", "mistake")
+        assert reference.max_score == mistake.max_score == 2.0  # one point per gap
+        assert reference.score == 2.0
+        assert mistake.score == 1.0
+        lost = gradebook.find_grade("check_dqn_loss", "dqn", "dqn", "mistake")
+        kept = gradebook.find_grade("check_dqn_td_target", "dqn", "dqn", "mistake")
+        assert (lost.score, kept.score) == (0.0, 1.0)
+    graded = nbformat.read(course / "autograded" / "mistake" / "dqn" / "dqn.ipynb", as_version=4)
+    errors = [
+        o for cell in graded.cells for o in cell.get("outputs", []) if o.output_type == "error"
+    ]
+    assert [o.ename for o in errors] == ["CheckFailure"]
+    assert "gather gives [N, 1] and td_target is [N]" in errors[0].evalue

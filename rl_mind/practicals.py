@@ -446,8 +446,10 @@ def reference_notebook(text: str, *, name: str) -> str:
 
     The cells are the module's, as they are, except that a code cell made of one
     ``if __name__ == "__main__":`` block shows its body: in the module that code runs only
-    when the module is run as a script, in the notebook it always runs. Solution markers
-    are refused (a reference practical has no gaps).
+    when the module is run as a script, in the notebook it always runs. The first code cell
+    starts with :func:`install_line`, as in the other practicals. Solution markers are
+    refused (a reference practical has no gaps), and so is an install line of the module's
+    own.
     """
     import nbformat
 
@@ -457,7 +459,16 @@ def reference_notebook(text: str, *, name: str) -> str:
             _check_markers(cell.source, f"{name}, cell {i}")
             if BEGIN_SOLUTION in cell.source or END_SOLUTION in cell.source:
                 raise ValueError(f"{name}, cell {i}: a reference practical has no solution regions")
+            if _INSTALL.search(cell.source):
+                raise ValueError(
+                    f"{name}, cell {i}: the generator writes the install line itself "
+                    f"({install_line()!r}); remove the module's own"
+                )
             cell.source = _unguarded(cell.source)
+    first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
+    if first_code is None:
+        raise ValueError(f"{name}: no code cell")
+    first_code.source = f"{install_line()}\n{first_code.source}"
     return nbformat.writes(notebook) + "\n"
 
 

@@ -372,9 +372,12 @@ def test_selfplay_command_writes_logs_checkpoint_leaderboard_and_a_playable_vide
     events.Reload()
     tags = set(events.Tags()["scalars"])
     for tag in (
-        "eval/win_rate_vs_random",
-        "eval/win_rate_vs_scripted",
-        "eval/win_rate_vs_predictive",
+        "charts/win_rate_vs_random",
+        "charts/win_rate_vs_scripted",
+        "charts/win_rate_vs_predictive",
+        "charts/online_elo",
+        "charts/win_rate_vs_latest",
+        "charts/win_rate_vs_pool",
         "losses/policy_loss",
         "losses/value_loss",
         "losses/entropy",
@@ -501,6 +504,96 @@ def test_a_truncated_checkpoint_is_refused_with_an_error_naming_the_file(
     err = capsys.readouterr().err
     assert str(checkpoint) in err and "not loaded" in err
     assert checkpoint.read_bytes() == data[: len(data) // 2]  # never overwritten
+
+
+def test_a_corrupt_checkpoint_through_the_command_is_one_line_naming_the_file(
+    run_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = run_copy / CHECKPOINT_NAME
+    data = bytearray(checkpoint.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(64)  # (damage inside the content, the length kept)
+    checkpoint.write_bytes(bytes(data))
+    assert main(["--resume", str(run_copy), "--no-progress", "--no-video"]) == 1
+    captured = capsys.readouterr()
+    err_lines = captured.err.strip().splitlines()
+    assert len(err_lines) == 1 and str(checkpoint) in err_lines[0]
+    assert "Traceback" not in captured.err + captured.out
+    assert checkpoint.read_bytes() == bytes(data)  # never overwritten
+
+
+@pytest.mark.parametrize(
+    ("remove", "named"),
+    [
+        (("trainer", "rng"), "trainer.rng"),
+        (("trainer", "rng", "minibatches"), "trainer.rng.minibatches"),
+        (("trainer", "counters"), "trainer.counters"),
+        (("trainer", "counters", "env_steps"), "trainer.counters.env_steps"),
+        (("trainer", "optimizer"), "trainer.optimizer"),
+        (("trainer", "averaged_policy"), "trainer.averaged_policy"),
+        (("minutes",), "minutes"),
+    ],
+)
+def test_a_checkpoint_lacking_a_part_is_refused_naming_the_file_and_the_part(
+    run_copy: Path, capsys: pytest.CaptureFixture[str], remove: tuple[str, ...], named: str
+) -> None:
+    checkpoint = run_copy / CHECKPOINT_NAME
+    state = load_checkpoint(checkpoint)
+    holder = state
+    for key in remove[:-1]:
+        holder = holder[key]
+    del holder[remove[-1]]
+    save_checkpoint(state, checkpoint)  # (a readable checkpoint, with its checksum)
+    with pytest.raises(CheckpointError, match=re.escape(named)) as error:
+        train(resume=run_copy, progress=False)
+    assert str(checkpoint) in str(error.value) and "\n" not in str(error.value)
+    assert main(["--resume", str(run_copy), "--no-progress", "--no-video"]) == 1
+    captured = capsys.readouterr()
+    err_lines = captured.err.strip().splitlines()
+    assert len(err_lines) == 1 and named in err_lines[0] and str(checkpoint) in err_lines[0]
+    assert "Traceback" not in captured.err
+
+
+def test_a_checkpoint_whose_networks_do_not_fit_is_refused_naming_the_file(
+    run_copy: Path,
+) -> None:
+    checkpoint = run_copy / CHECKPOINT_NAME
+    state = load_checkpoint(checkpoint)
+    state["trainer"]["policy"]["net.0.weight"] = torch.zeros(3, 3)
+    save_checkpoint(state, checkpoint)
+    with pytest.raises(CheckpointError, match="could not be restored") as error:
+        train(resume=run_copy, progress=False)
+    assert str(checkpoint) in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("seed", "status", "message"),
+    [
+        (str(10**23), 1, "seed must be a non-negative int, got 100000000000000000000000"),
+        (str(2**32), 1, "seed must be a non-negative int, got 4294967296"),
+        ("10**23", 2, "--seed must be an int from 0 to 2**32 - 1, got '10**23'"),
+        ("1.5", 2, "--seed must be an int from 0 to 2**32 - 1, got '1.5'"),
+        ("seven", 2, "--seed must be an int from 0 to 2**32 - 1, got 'seven'"),
+    ],
+)
+def test_a_seed_out_of_range_or_not_an_int_is_one_line_before_any_run_directory(
+    seed: str,
+    status: int,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RL_MIND_OUTPUTS", str(tmp_path / "outputs"))
+    run_dir = tmp_path / "run"
+    assert main(["--seed", seed, "--run-dir", str(run_dir), "--minutes", "0.01"]) == status
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not run_dir.exists()
+    assert main(["--seed", seed, "--minutes", "0.01"]) == status  # (the default run dir)
+    capsys.readouterr()
+    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").iterdir())
+    SelfPlayConfig(seed=2**32 - 1)  # the largest seed is taken
 
 
 def test_a_run_saved_on_a_gpu_resumes_on_a_machine_without_one_with_device_cpu(

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 import torch
 
+from rl_mind.arena import load_submission
 from rl_mind.practicals import (
     REFERENCE_PRACTICALS,
+    install_line,
     main,
     reference_notebook,
     stale_reference_notebooks,
@@ -105,8 +107,8 @@ def test_the_notebook_runs_end_to_end_and_embeds_the_match_video(
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     errors = [o for c in code_cells for o in c.outputs if o.output_type == "error"]
     assert not errors
-    last_outputs = code_cells[-1].outputs
-    html = "".join(o.get("data", {}).get("text/html", "") for o in last_outputs)
+    video_cell = next(c for c in code_cells if "video_display(" in c.source)
+    html = "".join(o.get("data", {}).get("text/html", "") for o in video_cell.outputs)
     assert "<video" in html and "data:video/mp4;base64," in html
     images = [o for c in code_cells for o in c.outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 3  # the court, the win-rate curves, the leaderboard
@@ -116,7 +118,24 @@ def test_the_notebook_runs_end_to_end_and_embeds_the_match_video(
     assert list(run.glob("events.out.tfevents.*"))
     assert "random" in (run / "leaderboard.md").read_text()
     assert list(run.glob("match-best-vs-scripted-*.mp4"))
+    # the last cell exports the agent for the class arena, and the file loads as the arena
+    # loads it
+    assert "rl_mind.export_agent(" in code_cells[-1].source
+    agent = load_submission(run / "agent.safetensors")
+    assert agent.description.author == "Your Name"
+    assert agent.description.name == "self-play PPO"
     assert elapsed < 120
+
+
+def test_the_notebook_starts_with_the_install_line_of_the_other_practicals() -> None:
+    nbformat = pytest.importorskip("nbformat")
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    first_code = next(c for c in notebook.cells if c.cell_type == "code")
+    assert first_code.source.splitlines()[0] == install_line()
+    # the module has none of its own (the generator writes it), and one is refused
+    assert "pip install" not in MODULE.read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="writes the install line itself"):
+        reference_notebook('# %%\n# %pip install "rl-mind>=0.1"\nx = 1\n', name="x")
 
 
 def test_the_notebook_and_the_job_reach_the_same_weights_from_the_same_seed(

@@ -48,26 +48,30 @@ import torch
 from rl_mind.evaluation import CheckpointError, load_checkpoint, save_checkpoint
 from rl_mind.notebook import run_directory
 from rl_mind.selfplay.ratings import Leaderboard
+from rl_mind.selfplay.report import (
+    best_snapshot,
+    film_match,
+    take_final_snapshot,
+    write_leaderboard,
+)
 from rl_mind.selfplay.trainer import (
     BOTS,
     SelfPlayConfig,
     SelfPlayTrainer,
-    best_snapshot,
     default_minutes,
-    film_match,
-    take_final_snapshot,
     train_for,
-    write_leaderboard,
 )
 
 __all__ = [
     "CHECKPOINT_FORMAT",
     "CHECKPOINT_NAME",
+    "TRAINER_STATE_PARTS",
     "SelfPlayRun",
     "config_of_checkpoint",
     "default_minutes",
     "load_trainer_state",
     "main",
+    "missing_parts",
     "train",
     "trainer_state",
 ]
@@ -109,6 +113,36 @@ def trainer_state(trainer: SelfPlayTrainer) -> dict[str, Any]:
     }
 
 
+#: The parts of a :func:`trainer_state`, with the entries that the dict-valued ones hold.
+TRAINER_STATE_PARTS: dict[str, tuple[str, ...]] = {
+    "config": (),
+    "policy": (),
+    "critic": (),
+    "optimizer": (),
+    "pool": (),
+    "archive": (),
+    "counters": ("updates", "env_steps", "train_seconds"),
+    "eval_history": (),
+    "online_elo": ("ratings", "games", "points"),
+    "rng": ("torch", "minibatches"),
+}
+
+
+def missing_parts(state: Mapping[str, Any]) -> list[str]:
+    """The parts of a :func:`trainer_state` that ``state`` lacks (``"rng.torch"`` for an
+    entry of a part); empty when it has them all. (The first format had no agent.)"""
+    missing = [] if state.get("format") != CHECKPOINT_FORMAT else ["averaged_policy"]
+    missing = [part for part in missing if part not in state]
+    for part, entries in TRAINER_STATE_PARTS.items():
+        if part not in state:
+            missing.append(part)
+        elif entries:
+            value = state[part]
+            held = value if isinstance(value, Mapping) else {}
+            missing += [f"{part}.{entry}" for entry in entries if entry not in held]
+    return missing
+
+
 def config_of_checkpoint(
     state: Mapping[str, Any], device: str | torch.device | None = None
 ) -> SelfPlayConfig:
@@ -144,6 +178,9 @@ def load_trainer_state(trainer: SelfPlayTrainer, state: Mapping[str, Any]) -> No
             f"not a rl-mind selfplay checkpoint: expected the format {CHECKPOINT_FORMAT!r}, "
             f"got {state.get('format')!r}"
         )
+    missing = missing_parts(state)
+    if missing:  # (checked before anything is restored)
+        raise ValueError(f"the trainer state lacks {', '.join(missing)}")
     config = trainer.config
     saved = config_of_checkpoint(state, device=config.device)
     for name in ("hidden_sizes", "ball_forecast"):
@@ -252,7 +289,40 @@ def _read_checkpoint(run_dir: Path) -> dict[str, Any]:
     state = load_checkpoint(path)  # CheckpointError naming the file if truncated/corrupt
     if not isinstance(state, dict) or state.get("format") != _JOB_FORMAT:
         raise CheckpointError(f"checkpoint {path} is not a rl-mind selfplay checkpoint")
+    trainer = state.get("trainer")
+    missing = [part for part in ("minutes", "trainer") if part not in state]
+    if isinstance(trainer, Mapping):
+        missing += [f"trainer.{part}" for part in missing_parts(trainer)]
+    elif "trainer" in state:
+        missing.append("trainer (not a dict)")
+    if missing:
+        raise CheckpointError(
+            f"checkpoint {path} lacks {', '.join(missing)}: it was not loaded (it was not "
+            f"written by rl-mind selfplay, or was changed since)"
+        )
     return state
+
+
+def _restored_trainer(state: Mapping[str, Any], device: str | None, path: Path) -> SelfPlayTrainer:
+    """The trainer of a job's checkpoint ``state`` read from ``path``. A part that does not
+    fit (a network of another shape, a counter that is not a number) is a
+    :class:`CheckpointError` naming the file; a device this machine lacks, a ValueError."""
+
+    def refused(error: Exception) -> CheckpointError:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        return CheckpointError(f"checkpoint {path} could not be restored: {reason}")
+
+    try:
+        config = config_of_checkpoint(state["trainer"], device=device)
+    except (KeyError, TypeError) as error:  # (a ValueError names a bad setting or device)
+        raise refused(error) from None
+    trainer = SelfPlayTrainer(config)
+    try:
+        load_trainer_state(trainer, state["trainer"])
+    except (RuntimeError, KeyError, TypeError, ValueError) as error:
+        trainer.close()
+        raise refused(error) from None
+    return trainer
 
 
 def train(
@@ -298,8 +368,7 @@ def train(
     if resume is not None:
         folder = Path(resume).expanduser().resolve()
         state = _read_checkpoint(folder)
-        trainer = SelfPlayTrainer(config_of_checkpoint(state["trainer"], device=device))
-        load_trainer_state(trainer, state["trainer"])
+        trainer = _restored_trainer(state, device, folder / CHECKPOINT_NAME)
         budget = float(state["minutes"]) if minutes is None else float(minutes)
         print(
             f"resuming {folder} at update {trainer.updates} ({trainer.env_steps:,} game steps, "
@@ -381,7 +450,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help=f"training time budget in minutes (default {default_minutes():g}; on --resume, the run's own)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--seed", default="0", help="random seed, an int from 0 to 2**32 - 1 (default 0)"
+    )
     parser.add_argument(
         "--run-dir",
         default=None,
@@ -410,6 +481,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    try:  # (parsed here rather than by argparse: one line, without the usage text)
+        seed = int(args.seed)
+    except ValueError:
+        print(
+            f"rl-mind selfplay: --seed must be an int from 0 to 2**32 - 1, got {args.seed!r}",
+            file=sys.stderr,
+        )
+        return 2
     if args.minutes is not None and not 0 <= args.minutes < math.inf:  # (nan fails too)
         print(
             f"rl-mind selfplay: --minutes must be a finite number >= 0, got {args.minutes}",
@@ -418,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         run = train(
-            None if args.resume else SelfPlayConfig.for_profile(seed=args.seed),
+            None if args.resume else SelfPlayConfig.for_profile(seed=seed),
             minutes=args.minutes,
             run_dir=args.run_dir,
             resume=args.resume,

@@ -15,7 +15,11 @@ import numpy as np
 from rl_mind.core import _as_int, _checked_device
 from rl_mind.selfplay.pool import SAMPLING_STRATEGIES
 
-__all__ = ["check_settings"]
+__all__ = ["MAX_SEED", "check_settings"]
+
+# The run derives its other seeds from this one (seed + 2, seed + 1000 * updates + 1, ...),
+# and torch takes seeds below 2**64: a 32-bit seed leaves room for all of them.
+MAX_SEED = 2**32 - 1
 
 _POSITIVE_INTS = (
     "num_envs",
@@ -62,8 +66,11 @@ def check_settings(config: Any) -> None:
     for name in _POSITIVE_INTS:
         if not _is_int(getattr(config, name)) or getattr(config, name) <= 0:
             fail(name, "a positive int")
-    if not _is_int(config.seed) or config.seed < 0:
-        fail("seed", "a non-negative int")
+    if not _is_int(config.seed) or not 0 <= config.seed <= MAX_SEED:
+        raise ValueError(
+            f"SelfPlayConfig: seed must be a non-negative int, got {config.seed!r} "
+            f"(seeds go from 0 to 2**32 - 1)"
+        )
     for name in _POSITIVE_NUMBERS:
         if not _is_number(getattr(config, name)) or getattr(config, name) <= 0:
             fail(name, "a positive number")

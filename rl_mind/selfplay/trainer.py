@@ -59,19 +59,20 @@ from rl_mind.env import VecEnv
 from rl_mind.envs import BUILTIN_OPPONENTS, PongDuelRules
 from rl_mind.envs.pong_game import OBSERVATION_SIZE
 from rl_mind.envs.pong_opponents import DOWN, STAY, UP
-from rl_mind.evaluation import record_video
 from rl_mind.nn import build_mlp, soft_update
 from rl_mind.notebook import Profile, progress_bar
-from rl_mind.selfplay.matches import play_matches, round_robin
+from rl_mind.selfplay.matches import play_matches
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
-from rl_mind.selfplay.ratings import EloTable, Leaderboard, bradley_terry
+from rl_mind.selfplay.ratings import EloTable
 from rl_mind.selfplay.settings import check_settings
 
 __all__ = [
     "AGENT_NAME",
     "BOTS",
     "ENV_NAME",
+    "FORECAST_SIZE",
     "LiveOpponent",
+    "N_ACTIONS",
     "PongCritic",
     "PongPolicy",
     "PoolOpponent",
@@ -80,22 +81,16 @@ __all__ = [
     "TrainingBatch",
     "UpdateStats",
     "ball_forecast",
-    "best_snapshot",
     "clipped_policy_loss",
     "default_minutes",
     "explained_variance",
-    "film_match",
     "gae_advantages",
-    "leaderboard",
-    "leaderboard_indices",
     "mirror_observation",
     "network_input",
     "ppo_loss",
-    "snapshot_name",
-    "take_final_snapshot",
     "train_for",
     "value_loss",
-    "write_leaderboard",
+    "write_csv",
 ]
 
 ENV_NAME = "rl_mind/PongDuel-v0"
@@ -637,11 +632,6 @@ class UpdateStats:
     matches: int
 
 
-def snapshot_name(entry: dict[str, Any]) -> str:
-    """An archived snapshot's name on the leaderboard: ``"snapshot 3 (step 40960)"``."""
-    return f"snapshot {entry['id']} (step {entry['step']})"
-
-
 class SelfPlayTrainer:
     """PPO by self-play on Pong Duel: :meth:`update` in a loop (see :func:`train_for`).
 
@@ -849,7 +839,7 @@ class SelfPlayTrainer:
 # `train_for` runs updates until the training-time budget is spent (evaluations excluded),
 # evaluates the agent against the three bots every `eval_every_seconds` (`play_matches`:
 # both sides played equally) and at the end, and logs each quantity under its name in
-# TensorBoard (`losses/approx_kl`, `eval/win_rate_vs_scripted`, ...) and the evaluations in
+# TensorBoard (`losses/approx_kl`, `charts/win_rate_vs_scripted`, ...) and the evaluations in
 # `evaluations.csv`. `rl-mind selfplay` runs this same loop; its `after_update` saves a
 # checkpoint every minute and stops on Ctrl-C.
 
@@ -893,7 +883,7 @@ def train_for(
     def evaluate() -> dict[str, float]:
         result = trainer.evaluate()
         for name in (*(f"win_rate_vs_{bot}" for bot in BOTS), "online_elo"):
-            writer.add_scalar(f"eval/{name}", result[name], trainer.env_steps)
+            writer.add_scalar(f"charts/{name}", result[name], trainer.env_steps)
         write_csv(run_dir / "evaluations.csv", trainer.eval_history)
         return result
 
@@ -986,68 +976,10 @@ if __name__ == "__main__":
 
 
 # %%
-def leaderboard_indices(trainer: SelfPlayTrainer, n_snapshots: int | None = None) -> list[int]:
-    """Archive indices of up to ``n_snapshots`` (default ``leaderboard_snapshots``)
-    snapshots evenly spread over the run, the first and the last included."""
-    k = n_snapshots if n_snapshots is not None else trainer.config.leaderboard_snapshots
-    return sorted({round(i) for i in np.linspace(0, len(trainer.archive) - 1, max(k, 1))})
-
-
-def leaderboard(
-    trainer: SelfPlayTrainer,
-    n_snapshots: int | None = None,
-    n_matches: int | None = None,
-    seed: int = 0,
-) -> tuple[Leaderboard, dict[str, float]]:
-    """Round robin of the :func:`leaderboard_indices` snapshots, the agent (``AGENT_NAME``,
-    unless ``policy_averaging`` is 0) and the bots, ``n_matches`` (default
-    ``leaderboard_matches``) per pair; Bradley–Terry ratings anchored at ``random = 0``.
-    Returns the leaderboard and the training step of each snapshot."""
-    n = n_matches if n_matches is not None else trainer.config.leaderboard_matches
-    players: dict[str, Any] = {bot: bot for bot in BOTS}
-    steps: dict[str, float] = {}
-    for i in leaderboard_indices(trainer, n_snapshots):
-        name = snapshot_name(trainer.archive[i])
-        players[name], steps[name] = trainer.archived_policy(i), trainer.archive[i]["step"]
-    if trainer.config.policy_averaging > 0:
-        players[AGENT_NAME] = trainer.averaged_policy
-    results = round_robin(players, n, seed=seed)
-    return bradley_terry(results.wins, results.draws, results.names, anchor="random"), steps
-
-
-def take_final_snapshot(trainer: SelfPlayTrainer) -> None:
-    """Archive the learner as it is now, unless the last snapshot already has its weights."""
-    if trainer.archive[-1]["step"] != trainer.env_steps:
-        trainer.take_snapshot()
-
-
-def write_leaderboard(trainer: SelfPlayTrainer, run_dir: Path) -> tuple[Leaderboard, Path, Path]:
-    """Play :func:`leaderboard` (the learner as it is now joins it as the last snapshot) and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.png``
-    into ``run_dir``; returns the leaderboard and the paths of the table and the plot."""
-    from matplotlib.figure import Figure
-
-    take_final_snapshot(trainer)
-    board, steps = leaderboard(trainer, seed=trainer.config.seed)
-    table = run_dir / "leaderboard.md"
-    table.write_text(board.to_markdown() + "\n")
-    write_csv(run_dir / "leaderboard.csv", [
-        {"player": row.name, "step": steps.get(row.name, ""), "rating": round(row.rating, 1),
-         "stderr": "" if row.stderr is None else round(row.stderr, 1), "games": row.games,
-         "score": "" if row.score is None else round(row.score, 4)}
-        for row in board.rows
-    ])  # fmt: skip
-    figure = Figure(figsize=(13, 4.5), layout="tight")
-    left, right = figure.subplots(1, 2)
-    board.plot(ax=left)
-    board.plot(ax=right, x=steps, xlabel="training step (game steps) of the snapshot")
-    plot = run_dir / "leaderboard.png"
-    figure.savefig(plot, dpi=100)
-    return board, table, plot
-
-
-# %%
 if __name__ == "__main__":
     from IPython.display import Image, display
+
+    from rl_mind.selfplay.report import best_snapshot, film_match, write_leaderboard
 
     board, table, plot = write_leaderboard(trainer, run_dir)
     print(board)
@@ -1060,27 +992,12 @@ if __name__ == "__main__":
 # bot (orange). `record_video` films one match headless into the run folder, and
 # `video_display` embeds it in this notebook.
 
-
-# %%
-def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) -> PongPolicy:
-    """The best-rated archived snapshot on ``board`` (without a board: the last one)."""
-    names = [snapshot_name(entry) for entry in trainer.archive]
-    rated = [names.index(row.name) for row in board.rows if row.name in names] if board else []
-    return trainer.archived_policy(rated[0] if rated else len(names) - 1)
-
-
-def film_match(policy: PongPolicy, run_dir: Path, config: SelfPlayConfig) -> Path:
-    """A video of one match of ``policy`` (its most likely actions) against the scripted bot."""
-    return record_video(policy, ENV_NAME, run_dir, seed=config.seed,
-                        max_steps=config.video_max_steps, name="match-best-vs-scripted",
-                        opponent="scripted")  # fmt: skip
-
-
 # %%
 if __name__ == "__main__":
     from rl_mind.notebook import video_display
 
-    video = film_match(best_snapshot(trainer, board), run_dir, trainer.config)
+    best = best_snapshot(trainer, board)
+    video = film_match(best, run_dir, trainer.config)
     trainer.close()
     video_display(video, width=480)
 
@@ -1096,3 +1013,21 @@ if __name__ == "__main__":
 # - Turn the forecast off (`ball_forecast=False`): how much slower is the learning?
 # - The same training as a script, with checkpoints and resume:
 #   `rl-mind selfplay --minutes 10`.
+#
+# ## 10. Send your agent to the class arena
+#
+# `rl_mind.export_agent` writes the best snapshot as one `.safetensors` file: its weights
+# and a short description of the network, no code. Put your name as the author and hand
+# the file in; the teacher's `rl-mind arena` rates every submission against the others
+# and the bots. Loading it back (`load_submission`) is what the arena does.
+
+# %%
+if __name__ == "__main__":
+    import rl_mind
+    from rl_mind.arena import load_submission
+
+    author = "Your Name"  # letters, digits, spaces and - _ . ' @
+    submission = rl_mind.export_agent(
+        best, run_dir / "agent.safetensors", name="self-play PPO", author=author
+    )
+    print(submission, "->", load_submission(submission))

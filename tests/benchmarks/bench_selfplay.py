@@ -92,7 +92,7 @@ def run_seed(
     changes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     # (imported here: --speed --against runs older checkouts, which lack them)
-    from rl_mind.selfplay.trainer import leaderboard, leaderboard_indices, take_final_snapshot
+    from rl_mind.selfplay.report import leaderboard, leaderboard_indices, take_final_snapshot
 
     torch.set_num_threads(1)
     trainer = SelfPlayTrainer(SelfPlayConfig(seed=seed, **(changes or {})))

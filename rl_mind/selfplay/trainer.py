@@ -61,10 +61,10 @@ from rl_mind.envs.pong_game import OBSERVATION_SIZE
 from rl_mind.envs.pong_opponents import DOWN, STAY, UP
 from rl_mind.nn import build_mlp, soft_update
 from rl_mind.notebook import Profile, progress_bar
+from rl_mind.selfplay._settings import check_settings
 from rl_mind.selfplay.matches import play_matches
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
 from rl_mind.selfplay.ratings import EloTable
-from rl_mind.selfplay.settings import check_settings
 
 __all__ = [
     "AGENT_NAME",
@@ -544,6 +544,7 @@ def clipped_policy_loss(log_ratio: Tensor, advantages: Tensor, clip_coef: float)
 
 
 def value_loss(value: Tensor, returns: Tensor) -> Tensor:
+    """``½ E[(V(s) - R)²]``: the critic's squared error to the return targets; both ``[N]``."""
     return 0.5 * (value - returns).pow(2).mean()
 
 

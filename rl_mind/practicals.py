@@ -30,6 +30,11 @@ Generated notebooks carry no outputs, fixed cell ids and no jupytext metadata, s
 they are byte-for-byte reproducible and can be committed; ``rl-mind practical --check``
 (and :func:`stale_notebooks`, from a test) fails when they are out of date.
 
+The reference practical (complete, no gaps) is generated the same way from the package
+module that the main job runs: ``rl-mind practical --reference notebooks`` writes
+``notebooks/selfplay_ppo.ipynb`` from ``rl_mind/selfplay/trainer.py``
+(:data:`REFERENCE_PRACTICALS`, :func:`reference_notebook`).
+
 What the reader must not get wrong: the markers are matched per line (``### BEGIN
 SOLUTION`` and ``### END SOLUTION`` on their own lines, in one code cell, not nested);
 anything else is an error that names the file and the cell. Reading the percent format
@@ -51,15 +56,19 @@ from typing import Any
 __all__ = [
     "BEGIN_SOLUTION",
     "END_SOLUTION",
+    "REFERENCE_PRACTICALS",
     "PracticalNotebooks",
     "generate_nbgrader_assignment",
     "generate_notebooks",
     "install_line",
     "main",
+    "reference_notebook",
     "render_nbgrader",
     "render_notebooks",
     "stale_notebooks",
+    "stale_reference_notebooks",
     "student_source",
+    "write_reference_notebooks",
 ]
 
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
@@ -412,6 +421,79 @@ def stale_notebooks(
     return stale
 
 
+# ---------------------------------------------------------------------- the reference practical
+#: The complete reference practicals, each written as the package module that a job runs
+#: (percent format): notebook name -> module file.
+REFERENCE_PRACTICALS: dict[str, Path] = {
+    "selfplay_ppo": Path(__file__).resolve().parent / "selfplay" / "trainer.py",
+}
+MAIN_GUARD = 'if __name__ == "__main__":'
+
+
+def _unguarded(source: str) -> str:
+    """A cell that is one ``if __name__ == "__main__":`` block, as its body (dedented)."""
+    first, _, body = source.partition("\n")
+    lines = body.split("\n")
+    if first.strip() != MAIN_GUARD or not all(
+        not line or line.startswith("    ") for line in lines
+    ):
+        return source
+    return "\n".join(line[4:] for line in lines)
+
+
+def reference_notebook(text: str, *, name: str) -> str:
+    """The notebook (``.ipynb`` JSON text) of a complete practical written as a module.
+
+    The cells are the module's, as they are, except that a code cell made of one
+    ``if __name__ == "__main__":`` block shows its body: in the module that code runs only
+    when the module is run as a script, in the notebook it always runs. The first code cell
+    starts with :func:`install_line`, as in the other practicals. Solution markers are
+    refused (a reference practical has no gaps), and so is an install line of the module's
+    own.
+    """
+    import nbformat
+
+    notebook = _normalized(_read_percent(text), name)
+    for i, cell in enumerate(notebook.cells):
+        if cell.cell_type == "code":
+            _check_markers(cell.source, f"{name}, cell {i}")
+            if BEGIN_SOLUTION in cell.source or END_SOLUTION in cell.source:
+                raise ValueError(f"{name}, cell {i}: a reference practical has no solution regions")
+            if _INSTALL.search(cell.source):
+                raise ValueError(
+                    f"{name}, cell {i}: the generator writes the install line itself "
+                    f"({install_line()!r}); remove the module's own"
+                )
+            cell.source = _unguarded(cell.source)
+    first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
+    if first_code is None:
+        raise ValueError(f"{name}: no code cell")
+    first_code.source = f"{install_line()}\n{first_code.source}"
+    return nbformat.writes(notebook) + "\n"
+
+
+def write_reference_notebooks(directory: str | Path) -> list[Path]:
+    """Write every reference practical's notebook into ``directory``; returns the paths."""
+    written = []
+    for name, module in REFERENCE_PRACTICALS.items():
+        path = Path(directory) / f"{name}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(reference_notebook(module.read_text("utf-8"), name=name), "utf-8")
+        written.append(path)
+    return written
+
+
+def stale_reference_notebooks(directory: str | Path) -> list[Path]:
+    """The reference notebooks in ``directory`` that are missing or differ from their module."""
+    stale = []
+    for name, module in REFERENCE_PRACTICALS.items():
+        path = Path(directory) / f"{name}.ipynb"
+        expected = reference_notebook(module.read_text("utf-8"), name=name)
+        if not path.is_file() or path.read_text(encoding="utf-8") != expected:
+            stale.append(path)
+    return stale
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rl-mind practical",
@@ -423,7 +505,15 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
-        "sources", nargs="+", type=Path, help="practical sources (.py, percent format)"
+        "sources", nargs="*", type=Path, help="practical sources (.py, percent format)"
+    )
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write the reference practicals (complete, generated from the modules "
+        "the jobs run: " + ", ".join(f"{n}.ipynb" for n in REFERENCE_PRACTICALS) + ") into DIR",
     )
     parser.add_argument(
         "--student-dir",
@@ -456,7 +546,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``rl-mind practical``; returns the exit status."""
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    parser = _parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if not args.sources and args.reference is None:
+        parser.error("give practical sources, or --reference DIR")
+    if args.reference is not None and _reference(args.reference, args.check) != 0:
+        return 1
+    if not args.sources:
+        return 0
     missing = [str(path) for path in args.sources if not path.is_file()]
     if missing:
         print(f"rl-mind practical: no such source file: {', '.join(missing)}", file=sys.stderr)
@@ -494,4 +591,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         print(f"rl-mind practical: {error}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _reference(directory: Path, check: bool) -> int:
+    """``--reference DIR``: write the reference notebooks, or with ``--check`` compare them."""
+    if not check:
+        for path in write_reference_notebooks(directory):
+            print(f"reference practical -> {path}")
+        return 0
+    stale = stale_reference_notebooks(directory)
+    for path in stale:
+        print(f"out of date: {path}", file=sys.stderr)
+    if stale:
+        print(f"rl-mind practical: regenerate with `rl-mind practical --reference {directory}`",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    print(f"{len(REFERENCE_PRACTICALS)} reference practical(s) up to date")
     return 0

@@ -5,6 +5,7 @@ All at the fast-test profile (tests/conftest.py sets ``RL_MIND_FAST_TEST=1``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -19,11 +20,20 @@ from torch import nn
 
 from rl_mind.evaluation import CheckpointError, load_checkpoint, save_checkpoint
 from rl_mind.selfplay import trainer as trainer_module
-from rl_mind.selfplay.job import CHECKPOINT_NAME, main, train
+from rl_mind.selfplay.job import (
+    CHECKPOINT_NAME,
+    config_of_checkpoint,
+    load_trainer_state,
+    main,
+    train,
+    trainer_state,
+)
+from rl_mind.selfplay.pool import Snapshot
 from rl_mind.selfplay.trainer import (
     AGENT_NAME,
     PongCritic,
     PongPolicy,
+    PoolOpponent,
     SelfPlayConfig,
     SelfPlayTrainer,
     ball_forecast,
@@ -104,26 +114,6 @@ def test_the_networks_read_the_observation_and_the_forecast() -> None:
     for policy in (with_forecast, without):
         assert policy(obs).value.shape == (5,) and policy.act(obs).shape == (5,)
     assert PongCritic()(obs).shape == PongCritic(ball_forecast=False)(obs).shape == (5,)
-
-
-def test_fast_tanh_is_tanh_in_value_and_gradient() -> None:
-    from rl_mind.selfplay.trainer import _fast_tanh, _FastTanh
-
-    x = torch.cat([torch.linspace(-30.0, 30.0, 2001), torch.randn(4096)])
-    with torch.no_grad():
-        assert torch.allclose(_fast_tanh(x), torch.tanh(x), rtol=0.0, atol=3e-7)
-    x64 = torch.randn(64, 8, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(_fast_tanh, (x64,))
-    leaf = x[:100].clone().requires_grad_()
-    (grad,) = torch.autograd.grad(_fast_tanh(leaf).sum(), leaf)
-    (expected,) = torch.autograd.grad(torch.tanh(leaf).sum(), leaf)
-    assert torch.allclose(grad, expected, atol=1e-6)
-    assert isinstance(_FastTanh(), nn.Tanh)
-    policy = PongPolicy()  # its layers use it, and give what nn.Tanh layers give
-    assert any(isinstance(m, _FastTanh) for m in policy.net)
-    plain = nn.Sequential(*[nn.Tanh() if isinstance(m, _FastTanh) else m for m in policy.net])
-    inputs = network_input(x[:40].view(4, 10))
-    assert torch.allclose(plain(inputs), policy.net(inputs), atol=1e-6)
 
 
 def test_gae_bootstraps_a_truncation_but_not_a_termination() -> None:
@@ -223,32 +213,46 @@ def test_the_policy_samples_its_distribution_with_its_log_probabilities() -> Non
 
 
 def test_successor_values_reuse_the_next_steps_values_only_where_the_match_went_on() -> None:
-    from rl_mind.selfplay.trainer import _values
-
-    torch.manual_seed(0)
-    critic = PongCritic()
-    T, B = 6, 5
-    obs = torch.randn(T, B, 10)
-    ended = torch.rand(T, B) < 0.3
-    ended[2, 1] = True
-    next_obs = torch.randn(T, B, 10)  # final observations where a match ended, and at T - 1
-    next_obs[:-1][~ended[:-1]] = obs[1:][~ended[:-1]]  # elsewhere the next step's observation
-    with torch.no_grad():
-        value, next_value = _values(critic, obs, next_obs, ended)
-        torch.testing.assert_close(value, critic(obs))
-        torch.testing.assert_close(next_value, critic(next_obs))
+    """One side's advantages are those of V(next_obs) computed on every successor: where the
+    match went on, next_obs[t] is obs[t + 1], whose value is reused."""
+    trainer = SelfPlayTrainer(fast_config(seed=2))
+    try:
+        rollout = trainer.collector.collect(300)
+        trainer.live.moves.clear()
+        obs, next_obs = rollout.obs, rollout.next_obs
+        assert isinstance(obs, torch.Tensor) and isinstance(next_obs, torch.Tensor)
+        assert rollout.done.any() and not rollout.done.all()
+        with torch.no_grad():
+            side = trainer.one_side(obs, rollout.action.value, rollout.action.log_prob,
+                                    rollout.reward, next_obs, rollout.terminated,
+                                    rollout.truncated)  # fmt: skip
+            expected = gae_advantages(
+                rollout.reward, trainer.critic(obs), trainer.critic(next_obs),
+                rollout.terminated, rollout.truncated, trainer.config.gamma,
+                trainer.config.gae_lambda,
+            )  # fmt: skip
+        torch.testing.assert_close(side.advantages, expected.flatten(), atol=1e-5, rtol=0)
+        torch.testing.assert_close(side.value, trainer.critic(obs).flatten().detach())
+    finally:
+        trainer.close()
 
 
 def test_the_live_opponent_records_its_moves_in_step_with_the_learner() -> None:
     trainer = SelfPlayTrainer(fast_config(latest_opponent_probability=1.0))
     try:
-        trainer.learner.masks.clear()
-        trainer.live.records.clear()
+        assert trainer.n_live == trainer.config.num_envs  # every match: the live learner
         rollout = trainer.collector.collect(20)
-        masks = np.stack(trainer.learner.masks)
-        assert masks.all() and len(trainer.live.records) == 20
-        for t, (obs, _action, _log_prob) in enumerate(trainer.live.records):
-            torch.testing.assert_close(obs, mirror_observation(rollout.obs[t]), atol=1e-6, rtol=0)
+        assert len(trainer.live.moves) == 20
+        obs, action, log_prob = trainer.live.rollout(20)
+        assert obs.shape == (20, trainer.config.num_envs, 10) and action.shape == (20, 8)
+        torch.testing.assert_close(obs, mirror_observation(rollout.obs), atol=1e-6, rtol=0)
+        with torch.no_grad():  # the log-probabilities of what it did, under its policy
+            expected = trainer.policy.distribution(obs).log_prob(action)
+        torch.testing.assert_close(log_prob, expected)
+        with pytest.raises(
+            RuntimeError, match="played 0 steps since the last rollout, expected 20"
+        ):
+            trainer.live.rollout(20)
     finally:
         trainer.close()
 
@@ -322,26 +326,26 @@ def test_a_checkpoint_of_the_first_format_restarts_the_agent_from_the_learner() 
     trainer = SelfPlayTrainer(fast_config())
     try:
         trainer.update()
-        state = trainer.state_dict()
+        state = trainer_state(trainer)
         del state["averaged_policy"]
         state["format"] = "rl-mind selfplay checkpoint 1"
         restored = SelfPlayTrainer(fast_config())
         try:
-            restored.load_state_dict(state)
+            load_trainer_state(restored, state)
             for a, b in zip(
                 restored.averaged_policy.parameters(), trainer.policy.parameters(), strict=True
             ):
                 assert torch.equal(a, b)
             with pytest.raises(ValueError, match="expected the format .*checkpoint 2"):
-                restored.load_state_dict({**state, "format": "something else"})
+                load_trainer_state(restored, {**state, "format": "something else"})
             # the first format predates the ball forecast: its networks read the bare
             # observation, and a trainer with the forecast refuses them by name
             old = {**state, "config": dict(state["config"])}
             del old["config"]["ball_forecast"], old["config"]["policy_averaging"]
-            assert SelfPlayConfig.of_checkpoint(old).ball_forecast is False
-            assert SelfPlayConfig.of_checkpoint(state).ball_forecast is True
+            assert config_of_checkpoint(old).ball_forecast is False
+            assert config_of_checkpoint(state).ball_forecast is True
             with pytest.raises(ValueError, match="ball_forecast=False, this trainer True"):
-                restored.load_state_dict(old)
+                load_trainer_state(restored, old)
         finally:
             restored.close()
     finally:
@@ -368,9 +372,12 @@ def test_selfplay_command_writes_logs_checkpoint_leaderboard_and_a_playable_vide
     events.Reload()
     tags = set(events.Tags()["scalars"])
     for tag in (
-        "eval/win_rate_vs_random",
-        "eval/win_rate_vs_scripted",
-        "eval/win_rate_vs_predictive",
+        "charts/win_rate_vs_random",
+        "charts/win_rate_vs_scripted",
+        "charts/win_rate_vs_predictive",
+        "charts/online_elo",
+        "charts/win_rate_vs_latest",
+        "charts/win_rate_vs_pool",
         "losses/policy_loss",
         "losses/value_loss",
         "losses/entropy",
@@ -441,11 +448,11 @@ def test_a_resumed_run_continues_with_identical_counters_and_pool(
     run_dir = tmp_path / "run"
     shutil.copytree(source, run_dir)
     state = load_checkpoint(run_dir / CHECKPOINT_NAME)
-    restored = SelfPlayTrainer(SelfPlayConfig.from_dict(state["trainer"]["config"]))
+    restored = SelfPlayTrainer(config_of_checkpoint(state["trainer"]))
     try:
         with pytest.raises(ValueError, match=r"pass load_checkpoint\(path\)\['trainer'\]"):
-            restored.load_state_dict(state)  # (the job's whole checkpoint)
-        restored.load_state_dict(state["trainer"])
+            load_trainer_state(restored, state)  # (the job's whole checkpoint)
+        load_trainer_state(restored, state["trainer"])
         assert (restored.updates, restored.env_steps) == (before.updates, before.env_steps)
         assert restored.train_seconds == before.train_seconds
         assert [(s.id, s.step, s.wins, s.draws, s.losses) for s in restored.pool] == [
@@ -499,6 +506,96 @@ def test_a_truncated_checkpoint_is_refused_with_an_error_naming_the_file(
     assert checkpoint.read_bytes() == data[: len(data) // 2]  # never overwritten
 
 
+def test_a_corrupt_checkpoint_through_the_command_is_one_line_naming_the_file(
+    run_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = run_copy / CHECKPOINT_NAME
+    data = bytearray(checkpoint.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(64)  # (damage inside the content, the length kept)
+    checkpoint.write_bytes(bytes(data))
+    assert main(["--resume", str(run_copy), "--no-progress", "--no-video"]) == 1
+    captured = capsys.readouterr()
+    err_lines = captured.err.strip().splitlines()
+    assert len(err_lines) == 1 and str(checkpoint) in err_lines[0]
+    assert "Traceback" not in captured.err + captured.out
+    assert checkpoint.read_bytes() == bytes(data)  # never overwritten
+
+
+@pytest.mark.parametrize(
+    ("remove", "named"),
+    [
+        (("trainer", "rng"), "trainer.rng"),
+        (("trainer", "rng", "minibatches"), "trainer.rng.minibatches"),
+        (("trainer", "counters"), "trainer.counters"),
+        (("trainer", "counters", "env_steps"), "trainer.counters.env_steps"),
+        (("trainer", "optimizer"), "trainer.optimizer"),
+        (("trainer", "averaged_policy"), "trainer.averaged_policy"),
+        (("minutes",), "minutes"),
+    ],
+)
+def test_a_checkpoint_lacking_a_part_is_refused_naming_the_file_and_the_part(
+    run_copy: Path, capsys: pytest.CaptureFixture[str], remove: tuple[str, ...], named: str
+) -> None:
+    checkpoint = run_copy / CHECKPOINT_NAME
+    state = load_checkpoint(checkpoint)
+    holder = state
+    for key in remove[:-1]:
+        holder = holder[key]
+    del holder[remove[-1]]
+    save_checkpoint(state, checkpoint)  # (a readable checkpoint, with its checksum)
+    with pytest.raises(CheckpointError, match=re.escape(named)) as error:
+        train(resume=run_copy, progress=False)
+    assert str(checkpoint) in str(error.value) and "\n" not in str(error.value)
+    assert main(["--resume", str(run_copy), "--no-progress", "--no-video"]) == 1
+    captured = capsys.readouterr()
+    err_lines = captured.err.strip().splitlines()
+    assert len(err_lines) == 1 and named in err_lines[0] and str(checkpoint) in err_lines[0]
+    assert "Traceback" not in captured.err
+
+
+def test_a_checkpoint_whose_networks_do_not_fit_is_refused_naming_the_file(
+    run_copy: Path,
+) -> None:
+    checkpoint = run_copy / CHECKPOINT_NAME
+    state = load_checkpoint(checkpoint)
+    state["trainer"]["policy"]["net.0.weight"] = torch.zeros(3, 3)
+    save_checkpoint(state, checkpoint)
+    with pytest.raises(CheckpointError, match="could not be restored") as error:
+        train(resume=run_copy, progress=False)
+    assert str(checkpoint) in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("seed", "status", "message"),
+    [
+        (str(10**23), 1, "seed must be a non-negative int, got 100000000000000000000000"),
+        (str(2**32), 1, "seed must be a non-negative int, got 4294967296"),
+        ("10**23", 2, "--seed must be an int from 0 to 2**32 - 1, got '10**23'"),
+        ("1.5", 2, "--seed must be an int from 0 to 2**32 - 1, got '1.5'"),
+        ("seven", 2, "--seed must be an int from 0 to 2**32 - 1, got 'seven'"),
+    ],
+)
+def test_a_seed_out_of_range_or_not_an_int_is_one_line_before_any_run_directory(
+    seed: str,
+    status: int,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RL_MIND_OUTPUTS", str(tmp_path / "outputs"))
+    run_dir = tmp_path / "run"
+    assert main(["--seed", seed, "--run-dir", str(run_dir), "--minutes", "0.01"]) == status
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not run_dir.exists()
+    assert main(["--seed", seed, "--minutes", "0.01"]) == status  # (the default run dir)
+    capsys.readouterr()
+    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").iterdir())
+    SelfPlayConfig(seed=2**32 - 1)  # the largest seed is taken
+
+
 def test_a_run_saved_on_a_gpu_resumes_on_a_machine_without_one_with_device_cpu(
     run_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -510,9 +607,9 @@ def test_a_run_saved_on_a_gpu_resumes_on_a_machine_without_one_with_device_cpu(
     assert main(["--resume", str(run_dir), "--no-progress", "--no-video"]) == 1
     assert "device 'cuda:99' is not available" in capsys.readouterr().err
     # the networks' tensors load on the CPU, and the trainer takes the device given
-    trainer = SelfPlayTrainer(SelfPlayConfig.of_checkpoint(state["trainer"], device="cpu"))
+    trainer = SelfPlayTrainer(config_of_checkpoint(state["trainer"], device="cpu"))
     try:
-        trainer.load_state_dict(state["trainer"])
+        load_trainer_state(trainer, state["trainer"])
         assert trainer.updates == 3
     finally:
         trainer.close()
@@ -628,7 +725,8 @@ def test_settings_are_normalized_and_the_command_reports_a_bad_one(
 ) -> None:
     config = SelfPlayConfig(hidden_sizes=[32, 16], device=torch.device("cpu"))  # type: ignore[arg-type]
     assert config.hidden_sizes == (32, 16) and config.device == "cpu"
-    assert SelfPlayConfig.from_dict(config.to_dict()) == config
+    assert SelfPlayConfig(**dataclasses.asdict(config)) == config
+    assert config_of_checkpoint({"config": dataclasses.asdict(config)}) == config
     assert main(["--seed", "-1", "--run-dir", str(tmp_path / "run"), "--minutes", "0.01"]) == 1
     assert "seed must be a non-negative int, got -1" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()  # nothing written for a run that cannot start
@@ -646,53 +744,63 @@ def test_a_single_sample_minibatch_gives_a_finite_loss() -> None:
 
 def test_pooled_snapshots_play_each_match_with_its_own_snapshot() -> None:
     """The batched pool opponent gives every row its own snapshot's action distribution."""
-    from rl_mind.selfplay.trainer import PongPolicy, _PooledSnapshots
-
     torch.manual_seed(0)
     snapshots = [PongPolicy() for _ in range(3)]
     for policy in snapshots:  # make the three policies clearly different
         for parameter in policy.parameters():
             parameter.data.normal_(0.0, 1.0)
-    pooled = _PooledSnapshots(num_envs=5)
-    assignment = {0: 2, 2: 0, 3: 1, 4: 2}  # copy 1 is not a pool match
-    for env_index in range(5):
-        snapshot = assignment.get(env_index)
-        pooled.assign(env_index, snapshot, None if snapshot is None else snapshots[snapshot])
-    obs = torch.randn(4, 10)  # the four pool matches, in copy order 0, 2, 3, 4
+
+    def snapshot(k: int) -> Snapshot:
+        return Snapshot(id=k, step=0, policy=snapshots[k])
+
+    pooled = PoolOpponent(PongPolicy(), n_copies=4, offset=2)  # copies 2 to 5 of the game
+    assignment = {2: 2, 3: 0, 4: 1, 5: 2}
+    for env_index, k in assignment.items():
+        pooled.start_match(env_index, snapshot(k))
+    obs = torch.randn(4, 10)  # the four pool matches, in copy order 2, 3, 4, 5
     draws = torch.stack([pooled(obs) for _ in range(3000)])  # [3000, 4]
-    for row, env_index in enumerate([0, 2, 3, 4]):
+    for row, env_index in enumerate(assignment):
         expected = snapshots[assignment[env_index]].distribution(obs[row]).probs.detach()
         frequency = torch.bincount(draws[:, row], minlength=3).float() / len(draws)
         assert torch.allclose(frequency, expected, atol=0.04), (env_index, frequency, expected)
     with pytest.raises(RuntimeError, match="plays 4 matches but got 3"):
         pooled(obs[:3])
-    # a new match (copy 0 now plays snapshot 1), then a new snapshot joining the stacks
-    # (copy 2 plays a fresh snapshot 3): the rows follow, nothing stale is reused
-    pooled.assign(0, 1, snapshots[1])
-    assignment[0] = 1
-    for change in (None, (2, 3)):
+    # a new match (copy 2 now plays snapshot 1), then a new snapshot (copy 4 plays a fresh
+    # snapshot 3): the rows follow, nothing stale is reused
+    pooled.start_match(2, snapshot(1))
+    assignment[2] = 1
+    for change in (None, (4, 3)):
         if change is not None:
             snapshots.append(PongPolicy())
             for parameter in snapshots[-1].parameters():
                 parameter.data.normal_(0.0, 1.0)
-            pooled.assign(*change, snapshots[-1])
+            pooled.start_match(change[0], snapshot(change[1]))
             assignment[change[0]] = change[1]
         draws = torch.stack([pooled(obs) for _ in range(3000)])
-        for row, env_index in enumerate([0, 2, 3, 4]):
+        for row, env_index in enumerate(assignment):
             expected = snapshots[assignment[env_index]].distribution(obs[row]).probs.detach()
             frequency = torch.bincount(draws[:, row], minlength=3).float() / len(draws)
             assert torch.allclose(frequency, expected, atol=0.04), (env_index, frequency, expected)
 
 
 def test_pooled_snapshots_credit_each_ended_match_to_its_snapshot() -> None:
-    from rl_mind.selfplay.trainer import PongPolicy, _PooledSnapshots
-
     policy = PongPolicy()
-    pooled = _PooledSnapshots(num_envs=2)
-    pooled.assign(0, 7, policy)  # match 1 of copy 0: snapshot 7
-    pooled.assign(1, None)  # copy 1 plays the live learner
-    pooled.assign(0, 9, policy)  # match 1 ended; match 2 of copy 0: snapshot 9
-    pooled.assign(0, None)  # match 2 ended; match 3: the live learner
-    pooled.assign(1, 7, policy)  # copy 1's live match ended: nothing to credit
-    assert [pooled.pop_finished(0), pooled.pop_finished(0), pooled.pop_finished(0)] == [7, 9, None]
-    assert pooled.pop_finished(1) is None
+    pooled = PoolOpponent(policy, n_copies=2, offset=0)
+    pooled.start_match(0, Snapshot(id=7, step=0, policy=policy))  # match 1 of copy 0
+    pooled.start_match(1, Snapshot(id=2, step=0, policy=policy))  # match 1 of copy 1
+    pooled.start_match(0, Snapshot(id=9, step=0, policy=policy))  # match 1 ended; match 2
+    pooled.start_match(0, Snapshot(id=7, step=0, policy=policy))  # match 2 ended; match 3
+    assert pooled.ended == [[7, 9], []]  # the ended matches of each copy, oldest first
+
+
+def test_a_whole_run_credits_every_ended_pool_match_to_the_pool() -> None:
+    trainer = SelfPlayTrainer(fast_config(latest_opponent_probability=0.0, seed=1))
+    try:
+        matches = 0
+        for _ in range(6):
+            matches += trainer.update().matches
+        credited = sum(s.wins + s.draws + s.losses for s in trainer.pool)
+        assert matches > 0 and credited == matches  # (the pool is large enough: no eviction)
+        assert all(not queue for queue in trainer.pool_opponent.ended)
+    finally:
+        trainer.close()

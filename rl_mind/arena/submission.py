@@ -54,9 +54,6 @@ __all__ = [
 
 FORMAT = "rl-mind agent 1"
 METADATA_KEY = "rl_mind_agent"  # the safetensors metadata entry holding the description
-OBSERVATION_SIZE = 10  # Pong Duel's observation
-FORECAST_SIZE = 3  # what the ball forecast adds to it
-N_ACTIONS = 3
 
 #: The activations a description may name, and the modules they rebuild.
 ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
@@ -82,6 +79,16 @@ _OPTIONAL_FIELDS = ("rl_mind_version", "weights")
 
 class SubmissionError(ValueError):
     """A file that is not a valid submission; the message is one line, the reason."""
+
+
+def _game_sizes() -> tuple[int, int, int]:
+    """(observation size, what the ball forecast adds to it, number of actions), as the game
+    and the self-play reference's features define them. (Imported when first needed:
+    importing the game registers it, which importing :mod:`rl_mind` must not do.)"""
+    from rl_mind.envs.pong_game import OBSERVATION_SIZE
+    from rl_mind.selfplay.trainer import FORECAST_SIZE, N_ACTIONS
+
+    return OBSERVATION_SIZE, FORECAST_SIZE, N_ACTIONS
 
 
 def check_name(value: Any, what: str) -> str:
@@ -120,8 +127,9 @@ class AgentDescription:
 
     @property
     def sizes(self) -> list[int]:
-        inputs = OBSERVATION_SIZE + (FORECAST_SIZE if self.ball_forecast else 0)
-        return [inputs, *self.hidden_sizes, N_ACTIONS]
+        observation_size, forecast_size, n_actions = _game_sizes()
+        inputs = observation_size + (forecast_size if self.ball_forecast else 0)
+        return [inputs, *self.hidden_sizes, n_actions]
 
     def expected_shapes(self) -> dict[str, tuple[int, ...]]:
         """The tensors of ``build_mlp(sizes)``'s state dict: ``net.0.weight [out, in]``..."""
@@ -279,22 +287,23 @@ def _describe_network(policy: Any, name: str, author: str) -> AgentDescription:
             f"export_agent: the activations must all be one of {', '.join(ACTIVATIONS)} with "
             f"their default settings; this .net has {[repr(m) for m in activations]}"
         )
+    observation_size, forecast_size, n_actions = _game_sizes()
     inputs = int(linears[0].in_features)
-    if inputs not in (OBSERVATION_SIZE, OBSERVATION_SIZE + FORECAST_SIZE):
+    if inputs not in (observation_size, observation_size + forecast_size):
         raise ValueError(
             f"export_agent: the first layer reads {inputs} numbers; a Pong Duel agent reads "
-            f"the {OBSERVATION_SIZE} of the observation, or {OBSERVATION_SIZE + FORECAST_SIZE} "
+            f"the {observation_size} of the observation, or {observation_size + forecast_size} "
             f"with the ball forecast"
         )
-    forecast = inputs == OBSERVATION_SIZE + FORECAST_SIZE
+    forecast = inputs == observation_size + forecast_size
     if getattr(policy, "ball_forecast", forecast) != forecast:
         raise ValueError(
             f"export_agent: policy.ball_forecast is {policy.ball_forecast} but its first layer "
             f"reads {inputs} numbers"
         )
-    if linears[-1].out_features != N_ACTIONS:
+    if linears[-1].out_features != n_actions:
         raise ValueError(
-            f"export_agent: the last layer must give the {N_ACTIONS} action logits, it gives "
+            f"export_agent: the last layer must give the {n_actions} action logits, it gives "
             f"{linears[-1].out_features}"
         )
     hidden = [int(layer.out_features) for layer in linears[:-1]]
@@ -327,7 +336,7 @@ def _test_observations(count: int = 4096) -> Tensor:
     space = pong_duel_observation_space()
     low, high = torch.from_numpy(space.low), torch.from_numpy(space.high)
     generator = torch.Generator().manual_seed(0)
-    return low + (high - low) * torch.rand(count, OBSERVATION_SIZE, generator=generator)
+    return low + (high - low) * torch.rand(count, *space.shape, generator=generator)
 
 
 def export_agent(policy: Any, path: str | os.PathLike[str], *, name: str, author: str) -> Path:
@@ -570,7 +579,8 @@ def load_reference(run_dir: str | os.PathLike[str], name: str = REFERENCE_NAME) 
     :func:`~rl_mind.evaluation.load_checkpoint` (``weights_only``: no code runs).
     """
     from rl_mind.evaluation import load_checkpoint
-    from rl_mind.selfplay.trainer import AGENT_NAME, SelfPlayConfig
+    from rl_mind.selfplay.job import config_of_checkpoint
+    from rl_mind.selfplay.trainer import AGENT_NAME
 
     folder = Path(run_dir).expanduser().resolve()
     checkpoint = folder / "checkpoint.pt"
@@ -583,7 +593,7 @@ def load_reference(run_dir: str | os.PathLike[str], name: str = REFERENCE_NAME) 
     trainer = state.get("trainer") if isinstance(state, dict) else None
     if not isinstance(trainer, dict) or "averaged_policy" not in trainer:
         raise SubmissionError(f"{checkpoint} is not the checkpoint of a rl-mind selfplay run")
-    config = SelfPlayConfig.of_checkpoint(trainer, device="cpu")
+    config = config_of_checkpoint(trainer, device="cpu")
     weights = trainer["averaged_policy"]
     board = folder / "leaderboard.csv"
     if board.is_file():

@@ -1,9 +1,10 @@
 """The main job, ``rl-mind selfplay``: PPO learns Pong Duel by self-play, as a script.
 
-:func:`train` runs :class:`~rl_mind.selfplay.trainer.SelfPlayTrainer` for a time budget,
-with a progress bar (win rates against the bots in its postfix), TensorBoard scalars, a
-checkpoint at regular intervals and at the end, then plays the leaderboard's round robin
-and films the best snapshot against the scripted bot. :func:`main` is the command line.
+:func:`train` runs the self-play PPO of :mod:`rl_mind.selfplay.trainer` (its
+:func:`~rl_mind.selfplay.trainer.train_for` loop: progress bar, TensorBoard, evaluations)
+for a time budget and adds what a script needs around it: a run directory, a checkpoint at
+regular intervals and at the end, Ctrl-C, ``--resume``; then the leaderboard's round robin
+and the film of the best snapshot against the scripted bot. :func:`main` is the command line.
 
 A run directory holds::
 
@@ -31,36 +32,188 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import dataclasses
 import json
 import math
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import torch
 
-from rl_mind.evaluation import CheckpointError, load_checkpoint, record_video, save_checkpoint
-from rl_mind.notebook import Profile, progress_bar, run_directory
+from rl_mind.evaluation import CheckpointError, load_checkpoint, save_checkpoint
+from rl_mind.notebook import run_directory
 from rl_mind.selfplay.ratings import Leaderboard
-from rl_mind.selfplay.trainer import BOTS, ENV_NAME, SelfPlayConfig, SelfPlayTrainer
+from rl_mind.selfplay.report import (
+    best_snapshot,
+    film_match,
+    take_final_snapshot,
+    write_leaderboard,
+)
+from rl_mind.selfplay.trainer import (
+    BOTS,
+    SelfPlayConfig,
+    SelfPlayTrainer,
+    default_minutes,
+    train_for,
+)
 
-__all__ = ["CHECKPOINT_NAME", "SelfPlayRun", "default_minutes", "main", "train"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "CHECKPOINT_NAME",
+    "TRAINER_STATE_PARTS",
+    "SelfPlayRun",
+    "config_of_checkpoint",
+    "default_minutes",
+    "load_trainer_state",
+    "main",
+    "missing_parts",
+    "train",
+    "trainer_state",
+]
 
 CHECKPOINT_NAME = "checkpoint.pt"
-_JOB_FORMAT = "rl-mind selfplay job 1"
+CHECKPOINT_FORMAT = "rl-mind selfplay checkpoint 2"  # the trainer's state
+_CHECKPOINT_FORMAT_1 = "rl-mind selfplay checkpoint 1"  # (no averaged agent, no forecast)
+_JOB_FORMAT = "rl-mind selfplay job 1"  # checkpoint.pt: the trainer's state and the budget
 
 
-def default_minutes() -> float:
-    """The default budget: 5 minutes (0.1 under the fast-test profile)."""
-    return Profile.pick(5.0, fast_test=0.1)
+# ---------------------------------------------------------------------- the trainer's state
+def trainer_state(trainer: SelfPlayTrainer) -> dict[str, Any]:
+    """The whole training state of ``trainer``, readable with ``torch.load(weights_only=True)``:
+    networks, optimizer, pool, archive, counters, evaluations, online Elo, random states."""
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "config": dataclasses.asdict(trainer.config),
+        "policy": trainer.policy.state_dict(),
+        "averaged_policy": trainer.averaged_policy.state_dict(),
+        "critic": trainer.critic.state_dict(),
+        "optimizer": trainer.optimizer.state_dict(),
+        "pool": trainer.pool.state_dict(),
+        "archive": trainer.archive,
+        "counters": {
+            "updates": trainer.updates,
+            "env_steps": trainer.env_steps,
+            "train_seconds": trainer.train_seconds,
+        },
+        "eval_history": trainer.eval_history,
+        "online_elo": {
+            "ratings": dict(trainer.online_elo.ratings),
+            "games": dict(trainer.online_elo.games),
+            "points": dict(trainer.online_elo.points),
+        },
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "minibatches": trainer.minibatch_generator.get_state(),
+        },
+    }
 
 
+#: The parts of a :func:`trainer_state`, with the entries that the dict-valued ones hold.
+TRAINER_STATE_PARTS: dict[str, tuple[str, ...]] = {
+    "config": (),
+    "policy": (),
+    "critic": (),
+    "optimizer": (),
+    "pool": (),
+    "archive": (),
+    "counters": ("updates", "env_steps", "train_seconds"),
+    "eval_history": (),
+    "online_elo": ("ratings", "games", "points"),
+    "rng": ("torch", "minibatches"),
+}
+
+
+def missing_parts(state: Mapping[str, Any]) -> list[str]:
+    """The parts of a :func:`trainer_state` that ``state`` lacks (``"rng.torch"`` for an
+    entry of a part); empty when it has them all. (The first format had no agent.)"""
+    missing = [] if state.get("format") != CHECKPOINT_FORMAT else ["averaged_policy"]
+    missing = [part for part in missing if part not in state]
+    for part, entries in TRAINER_STATE_PARTS.items():
+        if part not in state:
+            missing.append(part)
+        elif entries:
+            value = state[part]
+            held = value if isinstance(value, Mapping) else {}
+            missing += [f"{part}.{entry}" for entry in entries if entry not in held]
+    return missing
+
+
+def config_of_checkpoint(
+    state: Mapping[str, Any], device: str | torch.device | None = None
+) -> SelfPlayConfig:
+    """The config a :func:`trainer_state` was saved with, on ``device`` when given (a run
+    saved on a GPU resumes on a machine without one). A checkpoint of the first format
+    predates ``ball_forecast``: its networks saw the bare observation."""
+    values = dict(state["config"])
+    if device is not None:
+        values["device"] = device
+    if state.get("format") == _CHECKPOINT_FORMAT_1:
+        values.setdefault("ball_forecast", False)
+    known = {field.name for field in dataclasses.fields(SelfPlayConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"SelfPlayConfig: unknown settings {unknown}")
+    return SelfPlayConfig(**values)
+
+
+def load_trainer_state(trainer: SelfPlayTrainer, state: Mapping[str, Any]) -> None:
+    """Restore a :func:`trainer_state` into ``trainer`` (built with the saved config, see
+    :func:`config_of_checkpoint`); its matches restart fresh.
+
+    A checkpoint of the first format (before the averaged agent) is accepted: its agent
+    restarts from the learner's weights.
+    """
+    if state.get("format") not in (CHECKPOINT_FORMAT, _CHECKPOINT_FORMAT_1):
+        if isinstance(state.get("trainer"), Mapping):  # (the job's checkpoint.pt)
+            raise ValueError(
+                "this is the checkpoint of a rl-mind selfplay run, whose trainer state is "
+                "under 'trainer': pass load_checkpoint(path)['trainer']"
+            )
+        raise ValueError(
+            f"not a rl-mind selfplay checkpoint: expected the format {CHECKPOINT_FORMAT!r}, "
+            f"got {state.get('format')!r}"
+        )
+    missing = missing_parts(state)
+    if missing:  # (checked before anything is restored)
+        raise ValueError(f"the trainer state lacks {', '.join(missing)}")
+    config = trainer.config
+    saved = config_of_checkpoint(state, device=config.device)
+    for name in ("hidden_sizes", "ball_forecast"):
+        if getattr(saved, name) != getattr(config, name):
+            raise ValueError(
+                f"the checkpoint's networks have {name}={getattr(saved, name)!r}, this "
+                f"trainer {getattr(config, name)!r}; build the trainer with the saved "
+                f"config (config_of_checkpoint(state))"
+            )
+    trainer.policy.load_state_dict(state["policy"])
+    trainer.averaged_policy.load_state_dict(state.get("averaged_policy", state["policy"]))
+    trainer.critic.load_state_dict(state["critic"])
+    trainer.optimizer.load_state_dict(state["optimizer"])
+    trainer.pool.load_state_dict(state["pool"], trainer.new_policy)
+    trainer.archive = [dict(entry) for entry in state["archive"]]
+    counters = state["counters"]
+    trainer.updates = int(counters["updates"])
+    trainer.env_steps = int(counters["env_steps"])
+    trainer.train_seconds = float(counters["train_seconds"])
+    trainer.eval_history = [dict(item) for item in state["eval_history"]]
+    elo = state["online_elo"]
+    trainer.online_elo.ratings = dict(elo["ratings"])
+    trainer.online_elo.games = dict(elo["games"])
+    trainer.online_elo.points = dict(elo["points"])
+    rng = state["rng"]
+    torch.set_rng_state(rng["torch"])
+    trainer.minibatch_generator.set_state(rng["minibatches"])
+    # Fresh matches (their opponents drawn from the restored pool), seeded from the
+    # counters so that a resumed run does not replay the serves of the first one.
+    trainer.new_matches(config.seed + 1_000 * trainer.updates + 1)
+
+
+# ---------------------------------------------------------------------- the job
 @dataclasses.dataclass
 class SelfPlayRun:
     """What :func:`train` produced. Paths are absolute; ``None`` where not produced
@@ -123,7 +276,7 @@ class _StopRequest:
 
 
 def _job_state(trainer: SelfPlayTrainer, minutes: float) -> dict[str, Any]:
-    return {"format": _JOB_FORMAT, "minutes": float(minutes), "trainer": trainer.state_dict()}
+    return {"format": _JOB_FORMAT, "minutes": float(minutes), "trainer": trainer_state(trainer)}
 
 
 def _read_checkpoint(run_dir: Path) -> dict[str, Any]:
@@ -136,55 +289,40 @@ def _read_checkpoint(run_dir: Path) -> dict[str, Any]:
     state = load_checkpoint(path)  # CheckpointError naming the file if truncated/corrupt
     if not isinstance(state, dict) or state.get("format") != _JOB_FORMAT:
         raise CheckpointError(f"checkpoint {path} is not a rl-mind selfplay checkpoint")
+    trainer = state.get("trainer")
+    missing = [part for part in ("minutes", "trainer") if part not in state]
+    if isinstance(trainer, Mapping):
+        missing += [f"trainer.{part}" for part in missing_parts(trainer)]
+    elif "trainer" in state:
+        missing.append("trainer (not a dict)")
+    if missing:
+        raise CheckpointError(
+            f"checkpoint {path} lacks {', '.join(missing)}: it was not loaded (it was not "
+            f"written by rl-mind selfplay, or was changed since)"
+        )
     return state
 
 
-def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    if not rows:
-        return
-    fields = list(rows[0])
-    temp = path.with_suffix(".csv.tmp")
-    with temp.open("w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    temp.replace(path)
+def _restored_trainer(state: Mapping[str, Any], device: str | None, path: Path) -> SelfPlayTrainer:
+    """The trainer of a job's checkpoint ``state`` read from ``path``. A part that does not
+    fit (a network of another shape, a counter that is not a number) is a
+    :class:`CheckpointError` naming the file; a device this machine lacks, a ValueError."""
 
+    def refused(error: Exception) -> CheckpointError:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        return CheckpointError(f"checkpoint {path} could not be restored: {reason}")
 
-def _write_leaderboard(
-    run_dir: Path, board: Leaderboard, steps: dict[str, float]
-) -> tuple[Path, Path]:
-    table = run_dir / "leaderboard.md"
-    table.write_text(board.to_markdown() + "\n")
-    _write_csv(
-        run_dir / "leaderboard.csv",
-        [
-            {
-                "player": row.name,
-                "step": steps.get(row.name, ""),
-                "rating": round(row.rating, 1),
-                "stderr": "" if row.stderr is None else round(row.stderr, 1),
-                "games": row.games,
-                "score": "" if row.score is None else round(row.score, 4),
-            }
-            for row in board.rows
-        ],
-    )
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        with contextlib.suppress(Exception):
-            matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-    board.plot(ax=axes[0])
-    board.plot(ax=axes[1], x=steps, xlabel="training step (game steps) of the snapshot")
-    figure.tight_layout()
-    plot = run_dir / "leaderboard.png"
-    figure.savefig(plot, dpi=100)
-    plt.close(figure)
-    return table, plot
+    try:
+        config = config_of_checkpoint(state["trainer"], device=device)
+    except (KeyError, TypeError) as error:  # (a ValueError names a bad setting or device)
+        raise refused(error) from None
+    trainer = SelfPlayTrainer(config)
+    try:
+        load_trainer_state(trainer, state["trainer"])
+    except (RuntimeError, KeyError, TypeError, ValueError) as error:
+        trainer.close()
+        raise refused(error) from None
+    return trainer
 
 
 def train(
@@ -230,9 +368,7 @@ def train(
     if resume is not None:
         folder = Path(resume).expanduser().resolve()
         state = _read_checkpoint(folder)
-        saved = SelfPlayConfig.of_checkpoint(state["trainer"], device=device)
-        trainer = SelfPlayTrainer(saved)
-        trainer.load_state_dict(state["trainer"])
+        trainer = _restored_trainer(state, device, folder / CHECKPOINT_NAME)
         budget = float(state["minutes"]) if minutes is None else float(minutes)
         print(
             f"resuming {folder} at update {trainer.updates} ({trainer.env_steps:,} game steps, "
@@ -255,125 +391,48 @@ def train(
         trainer = SelfPlayTrainer(config)
         budget = default_minutes() if minutes is None else float(minutes)
     config = trainer.config
-    (folder / "config.json").write_text(
-        json.dumps({**config.to_dict(), "minutes": budget}, indent=2) + "\n"
-    )
+    settings = {**dataclasses.asdict(config), "minutes": budget}
+    (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
     checkpoint = folder / CHECKPOINT_NAME
-    budget_seconds = 60.0 * budget
-
-    from torch.utils.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(log_dir=str(folder))
     request = _StopRequest()
-    bar = progress_bar(
-        max(1, round(budget_seconds)),
-        desc="self-play (training seconds)",
-        disable=None if progress is None else not progress,
-    )
-    bar.update_to(int(trainer.train_seconds))
-    next_eval = trainer.train_seconds  # evaluate at once: the starting point of the curves
     last_checkpoint = time.monotonic()
-    interrupted = False
 
-    def log_evaluation() -> dict[str, float]:
-        result = trainer.evaluate()
-        for bot in BOTS:
-            writer.add_scalar(
-                f"eval/win_rate_vs_{bot}", result[f"win_rate_vs_{bot}"], trainer.env_steps
-            )
-        writer.add_scalar("eval/online_elo", result["online_elo"], trainer.env_steps)
-        _write_csv(folder / "evaluations.csv", trainer.eval_history)
-        return result
-
-    def postfix() -> dict[str, str]:
-        if not trainer.eval_history:
-            return {}
-        last = trainer.eval_history[-1]
-        return {bot: f"{last[f'win_rate_vs_{bot}']:.0%}" for bot in BOTS} | {
-            "game_steps": f"{trainer.env_steps:,}"
-        }
+    def after_update(trainer: SelfPlayTrainer) -> bool:
+        nonlocal last_checkpoint
+        if on_update is not None:
+            on_update(trainer)
+        if time.monotonic() - last_checkpoint >= config.checkpoint_every_seconds:
+            save_checkpoint(_job_state(trainer, budget), checkpoint)
+            last_checkpoint = time.monotonic()
+        return request.requested or (stop is not None and stop())
 
     try:
         with request.installed():
             try:
-                while trainer.train_seconds < budget_seconds and (
-                    max_updates is None or trainer.updates < max_updates
-                ):
-                    if trainer.train_seconds >= next_eval:
-                        log_evaluation()
-                        next_eval = trainer.train_seconds + config.eval_every_seconds
-                    stats = trainer.update()
-                    step = trainer.env_steps
-                    for name in (
-                        "policy_loss",
-                        "value_loss",
-                        "entropy",
-                        "approx_kl",
-                        "clip_fraction",
-                        "explained_variance",
-                    ):
-                        writer.add_scalar(f"losses/{name}", getattr(stats, name), step)
-                    writer.add_scalar("selfplay/win_rate_vs_latest", stats.win_rate_vs_latest, step)
-                    writer.add_scalar("selfplay/win_rate_vs_pool", stats.win_rate_vs_pool, step)
-                    writer.add_scalar("selfplay/pool_size", len(trainer.pool), step)
-                    writer.add_scalar(
-                        "charts/game_steps_per_second",
-                        step / max(trainer.train_seconds, 1e-9),
-                        step,
-                    )
-                    bar.update_to(int(min(trainer.train_seconds, budget_seconds)), **postfix())
-                    if on_update is not None:
-                        on_update(trainer)
-                    if time.monotonic() - last_checkpoint >= config.checkpoint_every_seconds:
-                        save_checkpoint(_job_state(trainer, budget), checkpoint)
-                        last_checkpoint = time.monotonic()
-                    if request.requested or (stop is not None and stop()):
-                        interrupted = True
-                        break
+                final = train_for(
+                    trainer, budget, folder, progress=progress, max_updates=max_updates,
+                    after_update=after_update,
+                )  # fmt: skip
             except KeyboardInterrupt:
-                interrupted = True
+                final = None
             save_checkpoint(_job_state(trainer, budget), checkpoint)
-        if interrupted:
-            bar.close()
+        if final is None:
             print(
                 f"\nstopped at update {trainer.updates}; checkpoint saved: {checkpoint}\n"
                 f"continue with: rl-mind selfplay --resume {folder}"
             )
             return SelfPlayRun(folder, checkpoint, trainer, interrupted=True)
-
-        final = log_evaluation()
-        bar.update_to(int(min(trainer.train_seconds, budget_seconds)), **postfix())
-        bar.close()
-        save_checkpoint(_job_state(trainer, budget), checkpoint)
         run = SelfPlayRun(folder, checkpoint, trainer, interrupted=False, final_evaluation=final)
-        if trainer.archive[-1]["step"] != trainer.env_steps:
-            trainer.take_snapshot()  # the final learner joins the leaderboard
-        best_index = len(trainer.archive) - 1
+        take_final_snapshot(trainer)  # the final learner joins the leaderboard
         if leaderboard:
             print("round robin of the snapshots and the bots ...")
-            board, steps = trainer.leaderboard(seed=config.seed)
+            board, run.leaderboard_table, run.leaderboard_plot = write_leaderboard(trainer, folder)
             run.leaderboard = board
-            run.leaderboard_table, run.leaderboard_plot = _write_leaderboard(folder, board, steps)
-            snapshot_names = [row.name for row in board.rows if row.name in steps]
-            best_id = int(snapshot_names[0].split()[1]) if snapshot_names else None
-            best_index = next(
-                (i for i, e in enumerate(trainer.archive) if e["id"] == best_id), best_index
-            )
             print(board.to_markdown())
         if video:
-            best = trainer.archived_policy(best_index)
-            run.video = record_video(
-                best,
-                ENV_NAME,
-                folder,
-                seed=config.seed,
-                max_steps=config.video_max_steps,
-                name="match-best-vs-scripted",
-                opponent="scripted",
-            )
+            run.video = film_match(best_snapshot(trainer, run.leaderboard), folder, config)
         return run
     finally:
-        writer.close()
         trainer.close()
 
 
@@ -391,7 +450,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help=f"training time budget in minutes (default {default_minutes():g}; on --resume, the run's own)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--seed", default="0", help="random seed, an int from 0 to 2**32 - 1 (default 0)"
+    )
     parser.add_argument(
         "--run-dir",
         default=None,
@@ -420,6 +481,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    try:  # (parsed here rather than by argparse: one line, without the usage text)
+        seed = int(args.seed)
+    except ValueError:
+        print(
+            f"rl-mind selfplay: --seed must be an int from 0 to 2**32 - 1, got {args.seed!r}",
+            file=sys.stderr,
+        )
+        return 2
     if args.minutes is not None and not 0 <= args.minutes < math.inf:  # (nan fails too)
         print(
             f"rl-mind selfplay: --minutes must be a finite number >= 0, got {args.minutes}",
@@ -428,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         run = train(
-            None if args.resume else SelfPlayConfig.for_profile(seed=args.seed),
+            None if args.resume else SelfPlayConfig.for_profile(seed=seed),
             minutes=args.minutes,
             run_dir=args.run_dir,
             resume=args.resume,

@@ -24,6 +24,18 @@ Usage (one core per seed; torch at one thread)::
 ``--set KEY=VALUE`` (repeatable) changes a :class:`SelfPlayConfig` setting for an experiment,
 e.g. ``--set num_envs=256 --set hidden_sizes=128,128``; the JSON records the whole config.
 
+``--speed`` measures the training's game steps per second alone, in fresh processes (``--rounds``,
+default 5): the pool filled with 40 snapshots (as after a few minutes of a run), two updates
+to start the pool matches, then ``--speed-updates`` timed updates, by the wall clock and by
+the process's CPU time (steadier on a shared machine). ``--against DIR`` also runs the same
+measurement on the checkout in DIR (e.g. a ``git worktree`` of an older commit), alternating
+with this one (ABBA order), and gives the ratio; ``--unbatched-pool`` also runs this checkout
+with every pool snapshot as an opponent of its own (the game then plays each one on its
+matches with a forward pass of its own), to show what the batched ``PoolOpponent`` buys::
+
+    git worktree add /tmp/before <commit>
+    python tests/benchmarks/bench_selfplay.py --speed --rounds 7 --against /tmp/before
+
 Win rates against a bot are not monotonic under self-play (20 points from one minute to the
 next): read both columns, and the mean of the second half's evaluations, a steadier measure
 for comparing settings than the last evaluation alone.
@@ -32,9 +44,14 @@ for comparing settings than the last evaluation alone.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,6 +91,9 @@ def run_seed(
     rr_matches: int,
     changes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    # (imported here: --speed --against runs older checkouts, which lack them)
+    from rl_mind.selfplay.report import leaderboard, leaderboard_indices, take_final_snapshot
+
     torch.set_num_threads(1)
     trainer = SelfPlayTrainer(SelfPlayConfig(seed=seed, **(changes or {})))
     checkpoints = [m for m in CHECKPOINT_MINUTES if m < minutes] + [minutes]
@@ -89,9 +109,8 @@ def run_seed(
         }
         for bot in BOTS:
             match_seed = 10_000 + trainer.updates
-            row[bot] = play_matches(
-                trainer.averaged_policy, bot, eval_matches, seed=match_seed
-            ).win_rate
+            stats = play_matches(trainer.averaged_policy, bot, eval_matches, seed=match_seed)
+            row[bot], row[f"score_{bot}"] = stats.win_rate, stats.score
             row[f"learner_{bot}"] = play_matches(
                 trainer.policy, bot, eval_matches, seed=match_seed
             ).win_rate
@@ -135,15 +154,14 @@ def run_seed(
         key: float(np.mean([row[key] for row in second_half]))
         for key in (*BOTS, *(f"learner_{bot}" for bot in BOTS))
     }
-    if trainer.archive[-1]["step"] != trainer.env_steps:
-        trainer.take_snapshot()
-    board, steps = trainer.leaderboard(n_snapshots=snapshots, n_matches=rr_matches, seed=seed)
+    take_final_snapshot(trainer)
+    board, steps = leaderboard(trainer, n_snapshots=snapshots, n_matches=rr_matches, seed=seed)
     names = sorted(steps, key=lambda name: steps[name])
     ratings = [board.rating(name) for name in names]
     rho = spearman([steps[n] for n in names], ratings)
     # the last snapshot against every earlier one of the round robin (fresh matches, as many
     # as an evaluation against a bot: 100 matches give a ±5% standard error)
-    *earlier, last_index = trainer.leaderboard_indices(snapshots)
+    *earlier, last_index = leaderboard_indices(trainer, snapshots)
     last = trainer.archived_policy(last_index)
     last_vs = []
     for i in earlier:
@@ -159,7 +177,7 @@ def run_seed(
     trainer.close()
     return {
         "seed": seed,
-        "config": trainer.config.to_dict(),
+        "config": dataclasses.asdict(trainer.config),
         "minutes": minutes,
         "wall_minutes": (time.perf_counter() - wall_start) / 60,
         "game_steps_per_second": trainer.env_steps / max(trainer.train_seconds, 1e-9),
@@ -182,7 +200,7 @@ def _minutes(value: float | None) -> str:
 
 def parse_changes(items: list[str]) -> dict[str, Any]:
     """``["pool_capacity=256", ...]`` → ``{"pool_capacity": 256}``, typed like the defaults."""
-    defaults = SelfPlayConfig().to_dict()
+    defaults = dataclasses.asdict(SelfPlayConfig())
     changes: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -204,7 +222,7 @@ def parse_changes(items: list[str]) -> dict[str, Any]:
                     "no": False,
                 }
                 changes[key] = truth[text.lower()]
-            elif isinstance(default, list):
+            elif isinstance(default, tuple):
                 changes[key] = tuple(int(v) for v in text.split(","))
             else:
                 changes[key] = type(default)(text)
@@ -213,6 +231,72 @@ def parse_changes(items: list[str]) -> dict[str, Any]:
                 f"--set {key}: expected a value like the default {default!r}, got {text!r}"
             ) from None
     return changes
+
+
+def speed_once(changes: dict[str, Any], updates: int, unbatched: bool) -> dict[str, float]:
+    """One measurement of ``--speed`` (in this process, torch at one thread); it uses only
+    what older checkouts of the trainer have too (but for ``unbatched``)."""
+    torch.set_num_threads(1)
+    if unbatched:  # each pool match against its snapshot's own policy; no PFSP results
+
+        def sample_opponent(self: SelfPlayTrainer, env_index: int) -> Any:
+            return self.live if env_index < self.n_live else self.pool.sample().policy
+
+        SelfPlayTrainer.sample_opponent = sample_opponent  # type: ignore[assignment,method-assign]
+        SelfPlayTrainer.credit_results = lambda self: ([], [])  # type: ignore[assignment,method-assign]
+    trainer = SelfPlayTrainer(SelfPlayConfig(seed=0, **changes))
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(39):  # different snapshots (small steps from the initial weights)
+        with torch.no_grad():
+            for parameter in trainer.policy.parameters():
+                parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+        trainer.take_snapshot()
+    for _ in range(2):
+        trainer.update()
+    steps, seconds, cpu = trainer.env_steps, trainer.train_seconds, time.process_time()
+    for _ in range(updates):
+        trainer.update()
+    cpu = time.process_time() - cpu
+    steps, seconds = trainer.env_steps - steps, trainer.train_seconds - seconds
+    trainer.close()
+    return {"wall": steps / seconds, "cpu": steps / cpu}
+
+
+def speed(
+    changes: dict[str, Any], rounds: int, updates: int, against: str | None, unbatched: bool
+) -> dict[str, Any]:
+    """``--speed``: game steps/s of the training in fresh processes, of this checkout and
+    (``against``) of another one, or (``unbatched``) of this one with an unbatched pool,
+    alternating; medians and the ratios to this checkout."""
+    here = str(Path(__file__).resolve().parents[2])
+    checkouts = {"this checkout": here} | ({"against": against} if against else {})
+    if unbatched:
+        checkouts["unbatched pool"] = here
+    results = {name: {"wall": [], "cpu": []} for name in checkouts}  # type: ignore[var-annotated]
+    for round_ in range(rounds):
+        for name in list(checkouts)[:: 1 if round_ % 2 == 0 else -1]:  # (ABBA: no order bias)
+            command = [sys.executable, __file__, "--speed-once", json.dumps(changes),
+                       str(updates), str(name == "unbatched pool")]  # fmt: skip
+            env = dict(os.environ, PYTHONPATH=checkouts[name])
+            out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+            measured = json.loads(out.stdout.strip().splitlines()[-1])
+            for clock in ("wall", "cpu"):
+                results[name][clock].append(measured[clock])
+        print(f"round {round_ + 1}/{rounds} (load {os.getloadavg()[0]:.1f}): " + ", ".join(
+            f"{name} {r['wall'][-1]:,.0f} (cpu {r['cpu'][-1]:,.0f})" for name, r in results.items()
+        ), flush=True)  # fmt: skip
+    medians = {name: {clock: statistics.median(v) for clock, v in r.items()}
+               for name, r in results.items()}  # fmt: skip
+    for clock in ("wall", "cpu"):
+        here_median = medians["this checkout"][clock]
+        line = ", ".join(
+            f"{name} {m[clock]:,.0f}" + ("" if name == "this checkout" else
+                                         f" (this checkout / it: {here_median / m[clock]:.2f})")
+            for name, m in medians.items()
+        )  # fmt: skip
+        print(f"median game steps/s by the {clock} clock: {line}")
+    return {"checkouts": checkouts, "speed": results, "medians": medians,
+            "load_average": os.getloadavg()}  # fmt: skip
 
 
 def main() -> None:
@@ -231,10 +315,27 @@ def main() -> None:
         help="change a SelfPlayConfig setting (repeatable), e.g. --set pool_capacity=256",
     )
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--speed", action="store_true", help="measure game steps/s only")
+    parser.add_argument("--rounds", type=int, default=5, help="--speed: fresh processes each")
+    parser.add_argument("--speed-updates", type=int, default=12, help="--speed: timed updates")
+    parser.add_argument("--against", default=None, help="--speed: another checkout, compared")
+    parser.add_argument(
+        "--unbatched-pool", action="store_true", help="--speed: also without PoolOpponent"
+    )
+    if len(sys.argv) == 5 and sys.argv[1] == "--speed-once":  # (a --speed child process)
+        measured = speed_once(json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "True")
+        print(json.dumps(measured))
+        return
     args = parser.parse_args()
     changes = parse_changes(args.set)
     if args.pool_sampling is not None:
         changes["pool_sampling"] = args.pool_sampling
+    if args.speed:
+        result = speed(changes, args.rounds, args.speed_updates, args.against, args.unbatched_pool)
+        if args.out:
+            with open(args.out, "w") as file:
+                json.dump(result, file, indent=1)
+        return
     if args.eval_matches < 400:
         print("note: the targets are defined on >= 400 evaluation matches")
     results = []

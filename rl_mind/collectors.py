@@ -98,7 +98,11 @@ def _first_tensor(actor: Any) -> Tensor | None:
 
 class _EpisodeStats:
     """The return and length of each copy's running episode, and the returns and lengths of
-    the episodes that ended in the last call's steps (what the collector reports)."""
+    the episodes that ended in the last call's steps (what the collector reports).
+
+    A call's steps are queued and added when the statistics are read (or when many calls
+    wait), so that ``collect(1)`` at every step pays nothing for statistics nobody reads.
+    Queued arrays must not be shared with the data handed to the user."""
 
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
@@ -106,13 +110,41 @@ class _EpisodeStats:
         self.clear()
 
     def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
-        """Add one call's ``[B]`` or ``[T, B]`` steps (``counted``: the real steps, not reset
-        rows; None: all of them), step by step; report the episodes that end in them, copy
-        by copy in time order."""
+        """Queue one call's ``[B]`` or ``[T, B]`` steps (``counted``: the real steps, not
+        reset rows; None: all of them)."""
+        self.queue.append((reward, done, counted))
+        if len(self.queue) > 256:  # (bounds the memory of statistics nobody reads)
+            for call in self.queue[:-1]:
+                self._add(*call)
+            del self.queue[:-1]
+
+    def read(self) -> tuple[Tensor, Tensor]:
+        """The returns and lengths of the episodes that ended during the last call, copy by
+        copy in time order."""
+        if self.queue:
+            *earlier, last = self.queue
+            for call in earlier:
+                self._add(*call)
+            ended = self._add(*last)
+            self.queue = []
+            self.result = self.nothing_ended
+            if ended:
+                ended.sort()
+                self.result = (
+                    torch.tensor([ret for _, _, ret, _ in ended], dtype=torch.float32),
+                    torch.tensor([length for _, _, _, length in ended], dtype=torch.long),
+                )
+        return self.result
+
+    def _add(
+        self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None
+    ) -> list[tuple[int, int, float, int]]:
+        """Add a call's steps, step by step; returns ``(copy, time, return, length)`` of
+        each episode that ends in them."""
         B = self.num_envs
         reward, done = reward.reshape(-1, B), done.reshape(-1, B)
         real = np.ones(done.shape, np.bool_) if counted is None else counted.reshape(-1, B)
-        ended: list[tuple[int, int, float, int]] = []  # (copy, time, return, length)
+        ended = []
         for t in range(len(done)):
             np.add(self.running_return, reward[t], out=self.running_return, where=real[t])
             self.running_length += real[t]
@@ -121,21 +153,11 @@ class _EpisodeStats:
                 ended.append((b, t, float(self.running_return[b]), int(self.running_length[b])))
             self.running_return[ends] = 0.0
             self.running_length[ends] = 0
-        if not ended:
-            self.result = self.nothing_ended
-            return
-        ended.sort()
-        self.result = (
-            torch.tensor([ret for _, _, ret, _ in ended], dtype=torch.float32),
-            torch.tensor([length for _, _, _, length in ended], dtype=torch.long),
-        )
-
-    def read(self) -> tuple[Tensor, Tensor]:
-        """The returns and lengths of the episodes that ended during the last call."""
-        return self.result
+        return ended
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
+        self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
         self.running_return = np.zeros(self.num_envs)
         self.running_length = np.zeros(self.num_envs, np.int64)
         self.result = self.nothing_ended
@@ -406,7 +428,8 @@ class TransitionCollector(_Collector[ActionT]):
         reward, terminated = recording.reward, recording.terminated
         done = terminated | recording.truncated
         valid, keep = recording.valid(env, done) or (None, None)  # keep: flat [T*B] rows
-        self._stats.push(reward, done, valid)
+        # (without dropped rows the returned rewards are a view of the recording: queue a copy)
+        self._stats.push(reward if keep is not None else reward.copy(), done, valid)
         # [T, B] -> [T*B] rows straight from the numpy recording: one op per field (the
         # actions first: they are the actor's, and may not join; then nothing is returned
         # nor counted in .steps, but the episodes went on: the stats have the steps)
@@ -469,6 +492,7 @@ class TransitionCollector(_Collector[ActionT]):
             reward, terminated = reward_np, terminated_np
             next_rows = None if final is None else _with_final_rows(next_np, final)
             self.steps += env._num_envs
+            reward_np = reward_np.copy()  # (the returned rewards may share its memory)
         self._stats.push(reward_np, ended, valid)
         # next-step mode: the copies that reset at the next step (with many copies, some
         # reset at most steps: no count first), and the rows of the others
@@ -547,7 +571,7 @@ class RolloutCollector(_Collector[ActionT]):
         n_steps = _check_count("n_steps", n_steps)
         recording = self._run(n_steps)
         recording.finish()
-        self._stats.push(recording.reward, recording.terminated | recording.truncated, None)
+        self._stats.push(recording.reward.copy(), recording.terminated | recording.truncated, None)
         # (the actor's actions may not join: then the stats alone have the steps)
         rollout: Rollout[ActionT] = Rollout._trusted(*recording.tensors(self.env))
         self.steps += n_steps * self.env.num_envs

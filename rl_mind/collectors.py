@@ -143,12 +143,19 @@ class _EpisodeStats:
         each episode that ends in them."""
         B = self.num_envs
         reward, done = reward.reshape(-1, B), done.reshape(-1, B)
-        real = np.ones(done.shape, np.bool_) if counted is None else counted.reshape(-1, B)
+        real = None if counted is None else counted.reshape(-1, B)
         ended = []
         for t in range(len(done)):
-            np.add(self.running_return, reward[t], out=self.running_return, where=real[t])
-            self.running_length += real[t]
-            ends = done[t] & real[t]
+            if real is None:
+                self.running_return += reward[t]
+                self.running_length += 1
+                ends = done[t]
+            else:
+                np.add(self.running_return, reward[t], out=self.running_return, where=real[t])
+                self.running_length += real[t]
+                ends = done[t] & real[t]
+            if not np.count_nonzero(ends):
+                continue
             for b in np.flatnonzero(ends).tolist():
                 ended.append((b, t, float(self.running_return[b]), int(self.running_length[b])))
             self.running_return[ends] = 0.0

@@ -26,13 +26,10 @@ splitting episodes) are done once per ``collect`` with array operations.
 
 from __future__ import annotations
 
-import functools
-import gc
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from operator import attrgetter
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple
 
 import numpy as np
 import torch
@@ -54,10 +51,6 @@ from rl_mind.env import (
 __all__ = ["EpisodeCollector", "RolloutCollector", "TransitionCollector"]
 
 Policy = Callable[[Observation], ActionT]
-
-# (torch.no_grad() without building a context: collect(1) runs at every step)
-_grad_enabled = torch.is_grad_enabled
-_set_grad_enabled = torch._C._set_grad_enabled
 
 
 def _check_count(name: str, n: int) -> int:
@@ -93,46 +86,6 @@ def _joined(items: list[Any], keep: np.ndarray | None = None, *, stacked: bool =
         ) from None
 
 
-_TENSOR_FIELDS: dict[type, tuple[str, ...] | None] = {}
-
-
-def _tensor_field_names(struct_type: type[TensorStruct]) -> tuple[str, ...] | None:
-    """The field names of a struct type none of whose fields is marked unbatched (cached
-    per type), or None."""
-    try:
-        return _TENSOR_FIELDS[struct_type]
-    except KeyError:
-        fields = struct_type._fields()
-        names = (
-            tuple(name for name, _ in fields)
-            if all(batched for _, batched in fields) and fields
-            else None
-        )
-        _TENSOR_FIELDS[struct_type] = names
-        return names
-
-
-CollectT = TypeVar("CollectT", bound=Callable[..., Any])
-
-
-def _without_gc(method: CollectT) -> CollectT:
-    """Pause Python's cyclic garbage collector while a collect keeps thousands of small
-    objects alive: its passes over them would cost more than the bookkeeping itself.
-    Nothing is leaked: collection resumes (and catches up) when the call returns."""
-
-    @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not gc.isenabled():
-            return method(*args, **kwargs)
-        gc.disable()
-        try:
-            return method(*args, **kwargs)
-        finally:
-            gc.enable()
-
-    return wrapper  # type: ignore[return-value]
-
-
 def _first_tensor(actor: Any) -> Tensor | None:
     """A parameter (or buffer) of the actor: its ``.device`` follows ``actor.to(...)``."""
     if isinstance(actor, nn.Module):
@@ -143,209 +96,77 @@ def _first_tensor(actor: Any) -> Tensor | None:
     return None
 
 
-def _queued_rows(
-    queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]], num_envs: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The queued calls as ``[N, B]`` arrays: rewards (float64, zero on the rows that do
-    not count), ends of counted steps, and the counted rows (None: all of them)."""
-    rewards, dones, counteds = zip(*queue)
-    # (axis=None flattens every [B] or [T, B] part: one C call for the whole queue)
-    reward = np.concatenate(rewards, axis=None).reshape(-1, num_envs)
-    reward = reward.astype(np.float64, copy=False)
-    done = np.concatenate(dones, axis=None).reshape(-1, num_envs)
-    if all(part is None for part in counteds):
-        return reward, done, None
-    every_copy = np.ones(num_envs, np.bool_)  # (shared by the single steps that count all)
-    parts = []
-    for reward_part, part in zip(rewards, counteds):
-        if part is None:  # every step of the call counted
-            part = every_copy if reward_part.size == num_envs else np.ones(reward_part.size, bool)
-        parts.append(part)
-    counted = np.concatenate(parts, axis=None).reshape(-1, num_envs)
-    return reward * counted, done & counted, counted
-
-
-def _running_totals(
-    reward: np.ndarray,
-    counted: np.ndarray | None,
-    carry_return: np.ndarray,
-    carry_length: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``[N, B]`` return and length of each copy's running episode after every row, as if
-    no episode ended (an episode's own totals are differences of these)."""
-    cum_return = reward.cumsum(0)
-    cum_return += carry_return
-    if counted is None:
-        cum_length = np.arange(1, len(reward) + 1)[:, None] + carry_length
-    else:
-        cum_length = counted.cumsum(0, dtype=np.int64)
-        cum_length += carry_length
-    return cum_return, cum_length
-
-
-_FOLD_SIZE = 65_536  # queued steps (all copies) that trigger a fold
-
-
 class _EpisodeStats:
-    """The returns and lengths of the episodes that end during a ``collect``, computed only
-    when read: each call queues its rewards and flags (so that ``collect(1)`` at every step
-    stays cheap), and reading folds the queue into the running totals of each copy's
-    current episode.
+    """The return and length of each copy's running episode, and the returns and lengths of
+    the episodes that ended in the last call's steps (what the collector reports).
 
-    Queued arrays must not be shared with the data handed to the user, who may change that
-    in place."""
+    A call's steps are queued and added when the statistics are read (or when many calls
+    wait), so that ``collect(1)`` at every step pays nothing for statistics nobody reads.
+    Queued arrays must not be shared with the data handed to the user."""
 
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
-        # (reward, done, counted) of the calls not folded yet: [B] or [T, B] numpy arrays,
-        # counted None when every step counts
-        self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
-        self.queued_size = 0  # steps of all copies in the queue
-        # how many of the first queued calls a read found to end no episode (they need no
-        # search for ends when folded)
-        self.quiet = 0
-        # return and length of each copy's running episode, up to the queued calls
-        self.carry_return = np.zeros(num_envs)
-        self.carry_length = np.zeros(num_envs, np.int64)
-        # the report when no episode ended (one pair of empty tensors serves them all)
         self.nothing_ended = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
-        self.result: tuple[Tensor, Tensor] = self.nothing_ended
+        self.clear()
 
     def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
-        """Queue one call's ``[B]`` or ``[T, B]`` rewards, ends, and counted steps (real
-        steps, not reset rows; None: all), each possibly flat (``[T*B]``). Nothing else:
-        it runs at every ``collect(1)``."""
-        queue = self.queue
-        queue.append((reward, done, counted))
-        self.queued_size += reward.size
-        # bound the memory of calls nobody asked stats for; a fold of up to 64k steps
-        # works in arrays small enough to stay in the cache and off fresh pages (measured
-        # at [8, 64] a call: 7.7 µs a call folded 128 at a time, 17 µs 255 at a time)
-        if (len(queue) >= 256 or self.queued_size >= _FOLD_SIZE) and len(queue) > 1:
-            self._fold(queue[:-1])
-            del queue[:-1]
-            self.queued_size, self.quiet = reward.size, 0
-
-    def _fold(self, queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> None:
-        """Advance the running totals past calls whose own episodes nobody will ask for:
-        only what each copy played after its last end there matters."""
-        reward, done, counted = _queued_rows(queue, self.num_envs)
-        n = len(done)
-        ended = done.any(0)
-        last_end = np.where(ended, n - 1 - done[::-1].argmax(0), -1)
-        after = np.arange(n)[:, None] > last_end  # [N, B]: the steps of the running episodes
-        self.carry_return = np.where(ended, 0.0, self.carry_return)
-        self.carry_return += np.where(after, reward, 0.0).sum(0)
-        if counted is not None:
-            after &= counted
-        self.carry_length = np.where(ended, 0, self.carry_length)
-        self.carry_length += np.count_nonzero(after, axis=0)
-
-    def _fold_quiet(self, queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> None:
-        """:meth:`_fold` of calls that ended no episode: every counted step adds to its
-        copy's running episode. A few single steps are added one by one (two numpy calls
-        each), more at once."""
-        num_envs = self.num_envs
-        if len(queue) <= 3 and all(reward.size == num_envs for reward, _, _ in queue):
-            for reward, _done, counted in queue:
-                self._add_step(reward, counted)
-            return
-        reward, _done, counted = _queued_rows(queue, num_envs)
-        self.carry_return += reward.sum(0)
-        self.carry_length += len(reward) if counted is None else counted.sum(0)
-
-    def _add_step(self, reward: np.ndarray, counted: np.ndarray | None) -> None:
-        """Add one step (``[B]``, or ``[1, B]``) to the running totals of its counted copies."""
-        # (the reshapes only when needed: each is a numpy call, and this runs at every step
-        # of a logging loop)
-        if reward.ndim != 1:
-            reward = reward.reshape(-1)
-        if counted is None:
-            self.carry_return += reward
-            self.carry_length += 1
-        else:
-            real = counted if counted.ndim == 1 else counted.reshape(-1)
-            np.add(self.carry_return, reward, out=self.carry_return, where=real)
-            self.carry_length += real
+        """Queue one call's ``[B]`` or ``[T, B]`` steps (``counted``: the real steps, not
+        reset rows; None: all of them)."""
+        self.queue.append((reward, done, counted))
+        if len(self.queue) > 256:  # (bounds the memory of statistics nobody reads)
+            for call in self.queue[:-1]:
+                self._add(*call)
+            del self.queue[:-1]
 
     def read(self) -> tuple[Tensor, Tensor]:
-        """The returns and lengths of the episodes that ended during the last call."""
-        queue = self.queue
-        if not queue:
-            return self.result
-        reward, done, counted = queue[-1]
-        # (from 5 copies some episode ends at many steps, and folding a few steps costs
-        # what reading them did: no count first. Measured with callgrind, per step of a
-        # logging loop on CartPole against reading every step: 12k fewer instructions at 1
-        # copy; at 8 copies 1.5k more with this shortcut, 2k fewer without)
-        if self.num_envs <= 4 and not np.count_nonzero(done):
-            # no episode ended: nothing to report, and the queue is folded later, at once
-            # (so that reading after every step costs one count until an episode ends)
-            if self.quiet == len(queue) - 1:
-                self.quiet = len(queue)
+        """The returns and lengths of the episodes that ended during the last call, copy by
+        copy in time order."""
+        if self.queue:
+            *earlier, last = self.queue
+            for call in earlier:
+                self._add(*call)
+            ended = self._add(*last)
+            self.queue = []
             self.result = self.nothing_ended
-            return self.result
-        earlier = queue[:-1]
-        if earlier:
-            if self.quiet >= len(earlier):
-                self._fold_quiet(earlier)
-            else:
-                self._fold(earlier)
-        self.queue, self.queued_size, self.quiet = [], 0, 0
-        if reward.size == self.num_envs:  # one step (collect(1)): one end per copy at most
-            return self._read_step(reward, done if done.ndim == 1 else done.reshape(-1), counted)
-        reward, done, counted = _queued_rows(queue[-1:], self.num_envs)
-        cum_return, cum_length = _running_totals(
-            reward, counted, self.carry_return, self.carry_length
-        )
-        # the ends, copy by copy and in time order within a copy
-        copy_index, time_index = np.nonzero(done.T)
-        end_return = cum_return[time_index, copy_index]
-        end_length = cum_length[time_index, copy_index]
-        # each episode started after the previous end in its copy (or at the carry)
-        same_copy = np.zeros(len(copy_index), np.bool_)
-        np.equal(copy_index[1:], copy_index[:-1], out=same_copy[1:])
-        returns = end_return.copy()
-        returns[1:] -= np.where(same_copy[1:], end_return[:-1], 0.0)
-        lengths = end_length.copy()
-        lengths[1:] -= np.where(same_copy[1:], end_length[:-1], 0)
-        # what remains of the running episodes: totals after each copy's last end
-        last = np.ones(len(copy_index), np.bool_)
-        last[:-1] = ~same_copy[1:]
-        self.carry_return = cum_return[-1].copy()
-        self.carry_length = cum_length[-1].copy()
-        self.carry_return[copy_index[last]] -= end_return[last]
-        self.carry_length[copy_index[last]] -= end_length[last]
-        self.result = (
-            torch.from_numpy(returns.astype(np.float32)),
-            torch.from_numpy(lengths),
-        )
+            if ended:
+                ended.sort()
+                self.result = (
+                    torch.tensor([ret for _, _, ret, _ in ended], dtype=torch.float32),
+                    torch.tensor([length for _, _, _, length in ended], dtype=torch.long),
+                )
         return self.result
 
-    def _read_step(
+    def _add(
         self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None
-    ) -> tuple[Tensor, Tensor]:
-        """``read`` of a single step ``[B]`` (``[1, B]`` too): add it to the running totals,
-        and report and restart those of the copies whose episode it ended."""
-        self._add_step(reward, counted)
-        carry_return, carry_length = self.carry_return, self.carry_length
-        if counted is not None:
-            done = done & (counted if counted.ndim == 1 else counted.reshape(-1))
-        if not np.count_nonzero(done):
-            self.result = self.nothing_ended
-            return self.result
-        ended = done.nonzero()[0]
-        returns, lengths = carry_return.take(ended), carry_length.take(ended)
-        carry_return[ended] = 0.0
-        carry_length[ended] = 0
-        self.result = (torch.from_numpy(returns.astype(np.float32)), torch.from_numpy(lengths))
-        return self.result
+    ) -> list[tuple[int, int, float, int]]:
+        """Add a call's steps, step by step; returns ``(copy, time, return, length)`` of
+        each episode that ends in them."""
+        B = self.num_envs
+        reward, done = reward.reshape(-1, B), done.reshape(-1, B)
+        real = None if counted is None else counted.reshape(-1, B)
+        ended = []
+        for t in range(len(done)):
+            if real is None:
+                self.running_return += reward[t]
+                self.running_length += 1
+                ends = done[t]
+            else:
+                np.add(self.running_return, reward[t], out=self.running_return, where=real[t])
+                self.running_length += real[t]
+                ends = done[t] & real[t]
+            if not np.count_nonzero(ends):
+                continue
+            for b in np.flatnonzero(ends).tolist():
+                ended.append((b, t, float(self.running_return[b]), int(self.running_length[b])))
+            self.running_return[ends] = 0.0
+            self.running_length[ends] = 0
+        return ended
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
-        self.queue, self.queued_size, self.quiet = [], 0, 0
-        self.carry_return = np.zeros(self.num_envs)
-        self.carry_length = np.zeros(self.num_envs, np.int64)
+        self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+        self.running_return = np.zeros(self.num_envs)
+        self.running_length = np.zeros(self.num_envs, np.int64)
         self.result = self.nothing_ended
 
 
@@ -390,8 +211,7 @@ class _Recording:
 
     def finish(self) -> None:
         """Stack the recorded steps into arrays (once, after the last step)."""
-        # (an array of a list of arrays of one shape: a single C call, where np.stack runs
-        # through Python; the flags come out bool)
+        # (the flags come out bool)
         self.obs = _stack_rows(self.obs_steps)
         self.reward = np.asarray(self.reward_steps)
         self.terminated = np.asarray(self.terminated_steps, np.bool_)
@@ -410,7 +230,7 @@ class _Recording:
             first = np.zeros(num_envs, np.bool_)
         # a flat row is a reset when the row B before it (its copy, a step earlier) ended
         reset = np.concatenate((first, done.reshape(-1)[:-num_envs]))
-        if not np.count_nonzero(reset):  # (cheaper than .any(), which runs through Python)
+        if not np.count_nonzero(reset):
             return None
         valid = np.logical_not(reset)
         return valid.reshape(done.shape), valid.nonzero()[0]
@@ -467,9 +287,8 @@ def _flat_rows(array: np.ndarray, n: int, rows: np.ndarray | None) -> np.ndarray
 
 
 def _take_tensor_rows(tensor: Tensor, rows: np.ndarray) -> Tensor:
-    """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor (a copy). On the CPU through
-    numpy: a few light calls where ``index_select`` goes through torch's dispatcher, which
-    costs most the first time in a while, as between two actor calls."""
+    """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor (a copy), through numpy on the
+    CPU."""
     try:
         return torch.from_numpy(tensor.numpy().take(rows, 0))
     except (RuntimeError, TypeError):  # on a GPU, with gradients, or a dtype numpy lacks
@@ -578,7 +397,7 @@ class _Collector(Generic[ActionT]):
             return
         done = recording.ends(0, n)
         valid = recording.valid(self.env, done)
-        reward = np.asarray(recording.reward_steps[:n])  # (new: the stats may keep it)
+        reward = np.asarray(recording.reward_steps[:n])
         self._stats.push(reward, done, None if valid is None else valid[0])
 
 
@@ -603,28 +422,10 @@ class TransitionCollector(_Collector[ActionT]):
 
     def collect(self, n_steps: int) -> Transitions[ActionT]:
         """Run ``n_steps`` steps of every copy; returns the valid transitions (time-major)."""
-        if type(n_steps) is int and n_steps > 0:
-            if n_steps == 1:
-                return self._collect_one()
-        else:
-            n_steps = _check_count("n_steps", n_steps)
-        # (the pause of the garbage collector written out, not through _without_gc: each
-        # call of a helper counts here, see _plain_rows)
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            recording = self._run(n_steps)
-            first_obs = recording.obs_steps[0]
-            if (
-                type(first_obs) is np.ndarray
-                and first_obs.dtype is self.env._convert.plain_dtype
-                and not self.env._same_step_reset
-            ):
-                return self._plain_rows(recording)
-            return self._rows(recording)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+        n_steps = _check_count("n_steps", n_steps)
+        if n_steps == 1:
+            return self._collect_one()
+        return self._rows(self._run(n_steps))
 
     def _rows(self, recording: _Recording) -> Transitions[ActionT]:
         """The transitions of a finished ``collect(n)``'s steps."""
@@ -657,73 +458,9 @@ class TransitionCollector(_Collector[ActionT]):
             _tensor(_flat_rows(terminated, n, keep), _BOOL, device),
         )
 
-    def _plain_rows(self, recording: _Recording) -> Transitions[ActionT]:
-        """:meth:`_rows` written out for its usual case: plain observations (one array
-        that ``torch.from_numpy`` converts as it is), in next-step mode. The same
-        transitions, in fewer numpy calls and without the helpers' calls: this runs right
-        after the actor's last step, when little of the code it touches is in the
-        processor's caches, and costs by the code it touches more than by the data (at 64
-        copies and 8 steps a call, this made the whole call, the actor's steps included,
-        about 1% faster)."""
-        num_envs = self.env._num_envs
-        # the [(T + 1) * B, ...] observations in time-major rows (row-major: a take of rows
-        # from a column-major array, as CartPole's, would first copy all of it), [T, B]
-        # rewards and flags
-        obs = np.array(recording.obs_steps)
-        if obs.dtype is not self.env._convert.plain_dtype:  # (the first step's was)
-            return self._rows(recording)
-        obs = obs.reshape(-1, *obs.shape[2:])
-        reward = np.array(recording.reward_steps)
-        terminated = np.asarray(recording.terminated_steps, np.bool_)
-        done = terminated | np.asarray(recording.truncated_steps, np.bool_)
-        # the transitions are the flat rows that do not follow an end (the auto-resets);
-        # the copies that ended before this call reset at its first step
-        first = recording.first_reset
-        ended = np.zeros(num_envs, np.bool_) if first is None else first
-        valid = np.logical_not(np.concatenate((ended, done[:-1]), axis=None))  # [T*B]
-        keep = valid.nonzero()[0]
-        # (the taken rows are copies: the stats may keep the recording's rewards; they
-        # take the counted steps flat)
-        self._stats.push(reward, done, valid)
-        # the actions first: they are the actor's, and may not join (then nothing is
-        # returned nor counted in .steps, but the episodes went on: the stats have them).
-        # The usual ones (one struct type, every field a [B] CPU tensor) are joined field
-        # by field here; anything else by _joined, which checks each item
-        actions = recording.actions
-        action_type = type(actions[0])
-        # (the cache read first without a call: a call counts here)
-        names = _TENSOR_FIELDS.get(action_type) or _tensor_field_names(action_type)
-        action: Any = None
-        if names is not None and len(set(map(type, actions))) == 1:
-            try:
-                action = action_type._trusted(
-                    *[
-                        torch.from_numpy(
-                            torch.cat(list(map(attrgetter(name), actions))).numpy().take(keep, 0)
-                        )
-                        for name in names
-                    ]
-                )
-            except (RuntimeError, TypeError):  # (on a GPU, with gradients, not joining)
-                action = None
-        if action is None:
-            action = _joined(actions, keep)
-        self.steps += len(keep)
-        reward = reward.take(keep)  # (take without an axis: from the flattened array)
-        if reward.dtype is not _FLOAT32:
-            reward = reward.astype(np.float32)
-        return Transitions._trusted(
-            torch.from_numpy(obs.take(keep, 0)),
-            action,
-            torch.from_numpy(reward),
-            torch.from_numpy(obs.take(keep + num_envs, 0)),  # the successors: B rows on
-            torch.from_numpy(terminated.take(keep)),
-        )
-
     def _collect_one(self) -> Transitions[ActionT]:
-        """``collect(1)``, the usual off-policy pattern, kept lean: no recording arrays,
-        no pause of the garbage collector (there is nothing to pile up), and what the next
-        call acts on prepared at the end of this one (see :meth:`_ready_one`).
+        """``collect(1)``, the usual off-policy pattern: no recording arrays, and what the
+        next call acts on prepared at the end of this one (see :meth:`_ready_one`).
 
         In next-step mode, the copies that ended at the last step only reset at this one:
         they ignore their action and their rows are not transitions. The actor acts for
@@ -741,12 +478,8 @@ class TransitionCollector(_Collector[ActionT]):
             probe = self._device_probe  # (the usual case first, without a call)
             on_cpu = probe is None or (probe.is_cpu and convert.on_cpu)
             device = None if on_cpu else self._actor_device()
-            grad_was_enabled = _grad_enabled()
-            _set_grad_enabled(False)  # torch.no_grad() without building a context
-            try:
+            with torch.no_grad():
                 action = self.actor(obs if device is None else obs.to(device))
-            finally:
-                _set_grad_enabled(grad_was_enabled)
             if not isinstance(action, Action):
                 _not_an_action(action)
             self._last_action = action
@@ -754,14 +487,9 @@ class TransitionCollector(_Collector[ActionT]):
             action = _take_rows(self._last_action, np.empty(0, np.intp))
         next_np, reward_np, terminated_np, truncated_np, final = env._step_arrays(action, keep)
         self._obs_np = next_np
-        ended = terminated_np | truncated_np  # (VecEnv._ended, without the calls)
-        env._last_done = ended
-        # the numpy work first, then the tensors: each kind of call runs while its code is
-        # in the processor's cache (the actor's and the environment's code evict it; each
-        # call saved counts, as this runs at every step of an off-policy loop). Plain
-        # observations (one array that torch.from_numpy converts as it is) skip the
-        # converter's calls (measured, with the two lines above: 0.6% of a CartPole step
-        # with 8 copies, the actor included)
+        ended = terminated_np | truncated_np
+        # plain observations (one array that torch.from_numpy converts as it is) need no
+        # converter
         plain = type(next_np) is np.ndarray and next_np.dtype is convert.plain_dtype
         if keep is not None:  # (next-step mode: no final observations to put back)
             reward, terminated = reward_np.take(keep), terminated_np.take(keep)
@@ -771,8 +499,7 @@ class TransitionCollector(_Collector[ActionT]):
             reward, terminated = reward_np, terminated_np
             next_rows = None if final is None else _with_final_rows(next_np, final)
             self.steps += env._num_envs
-            if reward_np.dtype is _FLOAT32:  # the returned rewards share its memory
-                reward_np = reward_np.copy()
+            reward_np = reward_np.copy()  # (the returned rewards may share its memory)
         self._stats.push(reward_np, ended, valid)
         # next-step mode: the copies that reset at the next step (with many copies, some
         # reset at most steps: no count first), and the rows of the others
@@ -846,7 +573,6 @@ class RolloutCollector(_Collector[ActionT]):
                 f"VecEnv({env.env_name!r}, {env.num_envs}, same_step_reset=True)"
             )
 
-    @_without_gc
     def collect(self, n_steps: int) -> Rollout[ActionT]:
         """Run ``n_steps`` steps of every copy; returns a ``[n_steps, B]`` rollout."""
         n_steps = _check_count("n_steps", n_steps)
@@ -878,7 +604,6 @@ class EpisodeCollector(_Collector[ActionT]):
         super().__init__(env, actor)
         self.max_steps = _check_count("max_steps", max_steps)
 
-    @_without_gc
     def collect(self, n_episodes: int) -> list[Episode[ActionT]]:
         """Play until every copy finished ``ceil(n_episodes / B)`` episodes."""
         n_episodes = _check_count("n_episodes", n_episodes)
@@ -915,7 +640,6 @@ class EpisodeCollector(_Collector[ActionT]):
         keep = episode_index < quota
         if valid is not None:
             keep &= valid
-        # (the episodes' rewards are copies: the recording's can be queued as they are)
         self._stats.push(recording.reward, done & keep, keep)
         stacked = recording.tensors(self.env)  # (the actor's actions may not join)
         self.steps += int(keep.sum())

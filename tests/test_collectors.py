@@ -15,7 +15,6 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-import rl_mind.collectors as collectors_module
 from rl_mind.collectors import (
     EpisodeCollector,
     RolloutCollector,
@@ -169,35 +168,6 @@ def all_tensors(data: Any) -> list[Tensor]:
     if isinstance(data, Tensor):
         return [data]
     return [t for field in dataclasses.fields(data) for t in all_tensors(getattr(data, field.name))]
-
-
-@pytest.mark.parametrize("obs_kind", ["box", "discrete"])
-@pytest.mark.parametrize("actor_type", ["action", "stochastic", "unbatched field"])
-def test_collect_n_written_out_path_matches_the_general_one(obs_kind, actor_type):
-    # collect(n) of plain observations in next-step mode takes a written-out path
-    # (_plain_rows); on twin environments, the general one (_rows) must give the same
-    # transitions (values and dtypes), the same statistics and the same count
-    make = {
-        "action": CounterActor,
-        "stochastic": CounterLogProbActor,
-        "unbatched field": ScaledActor,
-    }
-    with counter(3, obs_kind, False) as env, counter(3, obs_kind, False) as twin:
-        written_out = TransitionCollector(env, make[actor_type]())
-        general = TransitionCollector(twin, make[actor_type]())
-        taken = []
-        plain_rows = written_out._plain_rows
-        written_out._plain_rows = lambda recording: taken.append(1) or plain_rows(recording)  # type: ignore[method-assign]
-        for n in [4, 7, 2, 5, 3]:
-            fast = written_out.collect(n)
-            slow = general._rows(general._run(n))
-            assert type(fast.action) is type(slow.action)
-            for a, b in zip(all_tensors(fast), all_tensors(slow), strict=True):
-                assert a.dtype == b.dtype and torch.equal(a, b)
-            assert torch.equal(written_out.episode_returns, general.episode_returns)
-            assert torch.equal(written_out.episode_lengths, general.episode_lengths)
-            assert written_out.steps == general.steps
-        assert len(taken) == 5
 
 
 def test_transition_collector_on_native_cartpole_drops_the_reset_rows():
@@ -758,8 +728,8 @@ def test_an_interrupt_between_the_appends_of_a_step_leaves_the_statistics_aligne
 
 @pytest.mark.parametrize("enabled", [True, False], ids=["gc-on", "gc-off"])
 def test_collect_leaves_the_garbage_collector_as_it_found_it(enabled):
-    """Collects pause the cyclic garbage collector; after one, even one that failed, it is
-    on again only if it was on before."""
+    """After a collect, even one that failed, the cyclic garbage collector is on only if it
+    was on before."""
     was_enabled = gc.isenabled()
     try:
         gc.enable() if enabled else gc.disable()
@@ -814,24 +784,12 @@ def reference_statistics(calls, num_envs):
 
 
 @pytest.mark.parametrize("end_rate", [0.15, 0.02])
-@pytest.mark.parametrize("fold_size", [None, 40])
-@pytest.mark.parametrize("num_envs", [1, 5, 20])  # (from 5 copies: no shortcut)
-def test_episode_statistics_match_step_by_step_bookkeeping(
-    num_envs, fold_size, end_rate, monkeypatch
-):
+@pytest.mark.parametrize("num_envs", [1, 5, 20])
+def test_episode_statistics_match_step_by_step_bookkeeping(num_envs, end_rate):
     # random calls of 1 or several steps, some with uncounted (reset) rows, read at random
-    # moments and sometimes not for hundreds of calls (folded away in bulk meanwhile: after
-    # 256 calls or, with fold_size, a few steps); reads that find no end leave the queue
-    # to a later fold, which takes a shortcut when reads found no end in any queued call
-    if fold_size is not None:
-        monkeypatch.setattr(collectors_module, "_FOLD_SIZE", fold_size)
+    # moments and sometimes not for hundreds of calls
     rng = np.random.default_rng(0)
     stats_ = _EpisodeStats(num_envs)
-    quiet_folds = []
-    fold_quiet = stats_._fold_quiet
-    monkeypatch.setattr(
-        stats_, "_fold_quiet", lambda q: (quiet_folds.append(len(q)), fold_quiet(q))
-    )
     calls, reports = [], {}
     for i in range(900):
         steps = 1 if rng.random() < 0.7 else int(rng.integers(2, 9))
@@ -841,9 +799,6 @@ def test_episode_statistics_match_step_by_step_bookkeeping(
         counted = None if rng.random() < 0.5 else rng.random(shape) < 0.8
         calls.append((reward, done, counted))
         stats_.push(reward.copy(), done.copy(), None if counted is None else counted.copy())
-        queue = stats_.queue
-        assert stats_.queued_size == sum(part.size for part, _, _ in queue) and len(queue) < 256
-        assert fold_size is None or stats_.queued_size < fold_size or len(queue) == 1
         # (read after random calls, then after none for 300 calls, then after every one: the
         # logging loop)
         if (i < 300 and rng.random() < 0.2) or (300 <= i < 600 and i != 599):
@@ -854,8 +809,6 @@ def test_episode_statistics_match_step_by_step_bookkeeping(
         reports[i] = list(zip(returns.tolist(), lengths.tolist()))
     expected = reference_statistics(calls, num_envs)
     assert len(reports) > 300 and sum(map(len, reports.values())) > 10
-    if num_envs <= 4:  # (the shortcut ran)
-        assert len(quiet_folds) > 5 and max(quiet_folds) > 1
     for i, report in reports.items():
         assert report == expected[i], f"call {i}"
 

@@ -320,8 +320,7 @@ class LiveOpponent:
         return out.value.cpu()
 
     def rollout(self, n_steps: int) -> tuple[Tensor, Tensor, Tensor]:
-        """Its last ``n_steps`` moves as ``[T, K, 10]`` observations, ``[T, K]`` actions and
-        log-probabilities, and forgets them."""
+        """Its ``n_steps`` moves since the last call: obs ``[T, K, 10]``, action, log_prob."""
         if len(self.moves) != n_steps:
             raise RuntimeError(
                 f"self-play bookkeeping: the live opponent played {len(self.moves)} steps "

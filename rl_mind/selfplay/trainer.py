@@ -536,8 +536,6 @@ class SelfPlayTrainer:
     (``{"id", "step", "seconds", "policy"}``); ``train_seconds`` counts collection and updates.
     """
 
-    env: VecEnv  # the matches in play (new_matches)
-
     def __init__(self, config: SelfPlayConfig | None = None) -> None:
         self.config = config = config if config is not None else SelfPlayConfig.for_profile()
         self.device = torch.device(config.device)
@@ -565,8 +563,6 @@ class SelfPlayTrainer:
 
     def new_matches(self, seed: int) -> None:
         """Start fresh matches (a new ``VecEnv`` seeded with ``seed``) for the next rollouts."""
-        if hasattr(self, "env"):  # (restarting: the matches in progress are dropped)
-            self.env.close()
         B = self.config.num_envs
         self.n_live = round(B * self.config.latest_opponent_probability)
         self.live = LiveOpponent(self.policy)

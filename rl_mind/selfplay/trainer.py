@@ -63,12 +63,30 @@ from rl_mind.selfplay.pool import OpponentPool, Snapshot
 from rl_mind.selfplay.ratings import EloTable
 
 __all__ = [
-    "AGENT_NAME", "BOTS", "ENV_NAME", "FORECAST_SIZE", "N_ACTIONS", "LiveOpponent",
-    "PongCritic", "PongPolicy", "PoolOpponent", "SelfPlayConfig", "SelfPlayTrainer",
-    "TrainingBatch", "UpdateStats", "ball_forecast", "clipped_policy_loss", "default_minutes",
-    "explained_variance", "gae_advantages", "mirror_observation", "network_input", "ppo_loss",
-    "train_for", "value_loss",
-]  # fmt: skip
+    "AGENT_NAME",
+    "BOTS",
+    "ENV_NAME",
+    "FORECAST_SIZE",
+    "N_ACTIONS",
+    "LiveOpponent",
+    "PongCritic",
+    "PongPolicy",
+    "PoolOpponent",
+    "SelfPlayConfig",
+    "SelfPlayTrainer",
+    "TrainingBatch",
+    "UpdateStats",
+    "ball_forecast",
+    "clipped_policy_loss",
+    "default_minutes",
+    "explained_variance",
+    "gae_advantages",
+    "mirror_observation",
+    "network_input",
+    "ppo_loss",
+    "train_for",
+    "value_loss",
+]
 
 ENV_NAME = "rl_mind/PongDuel-v0"
 BOTS = tuple(BUILTIN_OPPONENTS)  # ("random", "scripted", "predictive")
@@ -400,9 +418,14 @@ class PoolOpponent:
 
 # %%
 def gae_advantages(
-    reward: Tensor, value: Tensor, next_value: Tensor, terminated: Tensor, truncated: Tensor,
-    gamma: float, gae_lambda: float,
-) -> Tensor:  # fmt: skip
+    reward: Tensor,
+    value: Tensor,
+    next_value: Tensor,
+    terminated: Tensor,
+    truncated: Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> Tensor:
     """Generalized advantage estimation over a same-step rollout; all arguments ``[T, B]``,
     ``next_value`` is ``V(next_obs)``, the flags are bool tensors."""
     check.bool_flags(reward.shape, terminated=terminated, truncated=truncated)
@@ -462,9 +485,15 @@ def value_loss(value: Tensor, returns: Tensor) -> Tensor:
 
 
 def ppo_loss(
-    policy: PongPolicy, critic: PongCritic, obs: Tensor, action: Tensor, old_log_prob: Tensor,
-    advantages: Tensor, returns: Tensor, config: SelfPlayConfig,
-) -> tuple[Tensor, dict[str, Tensor]]:  # fmt: skip
+    policy: PongPolicy,
+    critic: PongCritic,
+    obs: Tensor,
+    action: Tensor,
+    old_log_prob: Tensor,
+    advantages: Tensor,
+    returns: Tensor,
+    config: SelfPlayConfig,
+) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss of a minibatch ``[N]`` and its detached diagnostics (``policy_loss``,
     ``value_loss``, ``entropy``, ``approx_kl``, ``clip_fraction``)."""
     distribution = policy.distribution(obs)
@@ -479,8 +508,13 @@ def ppo_loss(
         ratio = log_ratio.exp()
         approx_kl = ((ratio - 1) - log_ratio).mean()
         clip_fraction = ((ratio - 1).abs() > config.clip_coef).float().mean()
-    stats = {"policy_loss": policy_loss, "value_loss": critic_loss, "entropy": entropy,
-             "approx_kl": approx_kl, "clip_fraction": clip_fraction}  # fmt: skip
+    stats = {
+        "policy_loss": policy_loss,
+        "value_loss": critic_loss,
+        "entropy": entropy,
+        "approx_kl": approx_kl,
+        "clip_fraction": clip_fraction,
+    }
     return loss, {name: value.detach() for name, value in stats.items()}
 
 
@@ -592,8 +626,16 @@ class SelfPlayTrainer:
         minibatch_size = math.ceil(len(batch) / n_minibatches)
         for _epoch in range(config.update_epochs):
             for mb in minibatches(batch, minibatch_size, generator=self.minibatch_generator):
-                loss, stats = ppo_loss(self.policy, self.critic, mb.obs, mb.action, mb.log_prob,
-                                       mb.advantages, mb.returns, config)  # fmt: skip
+                loss, stats = ppo_loss(
+                    self.policy,
+                    self.critic,
+                    mb.obs,
+                    mb.action,
+                    mb.log_prob,
+                    mb.advantages,
+                    mb.returns,
+                    config,
+                )
                 self.optimizer.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.learned, config.max_grad_norm)
@@ -623,30 +665,54 @@ class SelfPlayTrainer:
         obs, next_obs = cast(Tensor, rollout.obs), cast(Tensor, rollout.next_obs)  # [T, B, 10]
         reward, terminated, truncated = rollout.reward, rollout.terminated, rollout.truncated
         learner = rollout.action
-        sides = [self.one_side(obs, learner.value, learner.log_prob, reward, next_obs, terminated,
-                               truncated)]  # fmt: skip
+        sides = [
+            self.one_side(
+                obs, learner.value, learner.log_prob, reward, next_obs, terminated, truncated
+            )
+        ]
         if self.n_live > 0:
             opponent_obs, action, log_prob = self.live.rollout(len(reward))  # [T, K]
             if self.config.train_on_opponent:
                 # zero-sum: the opponent's reward is -reward; its successor, the mirror view
                 live = slice(0, self.n_live)
-                sides.append(self.one_side(opponent_obs, action, log_prob, -reward[:, live],
-                                           mirror_observation(next_obs[:, live]),
-                                           terminated[:, live], truncated[:, live]))  # fmt: skip
+                sides.append(
+                    self.one_side(
+                        opponent_obs,
+                        action,
+                        log_prob,
+                        -reward[:, live],
+                        mirror_observation(next_obs[:, live]),
+                        terminated[:, live],
+                        truncated[:, live],
+                    )
+                )
         return TrainingBatch.cat(sides)
 
     def one_side(
-        self, obs: Tensor, action: Tensor, log_prob: Tensor, reward: Tensor, next_obs: Tensor,
-        terminated: Tensor, truncated: Tensor,
-    ) -> TrainingBatch:  # fmt: skip
+        self,
+        obs: Tensor,
+        action: Tensor,
+        log_prob: Tensor,
+        reward: Tensor,
+        next_obs: Tensor,
+        terminated: Tensor,
+        truncated: Tensor,
+    ) -> TrainingBatch:
         """One player's ``[T, B]`` steps as flat ``[T * B]`` data, with GAE and returns."""
         value = self.critic(obs)
         # V(next_obs): where the match went on, next_obs[t] is obs[t + 1], valued already
         next_value = torch.cat([value[1:], self.critic(next_obs[-1:])])
         ended = terminated | truncated
         next_value[ended] = self.critic(next_obs[ended])  # the final observations
-        advantages = gae_advantages(reward, value, next_value, terminated, truncated,
-                                    self.config.gamma, self.config.gae_lambda)  # fmt: skip
+        advantages = gae_advantages(
+            reward,
+            value,
+            next_value,
+            terminated,
+            truncated,
+            self.config.gamma,
+            self.config.gae_lambda,
+        )
         batch = TrainingBatch(obs, action, log_prob, advantages, advantages + value, value)
         return batch.flatten_leading(2)
 
@@ -672,8 +738,14 @@ class SelfPlayTrainer:
         """Add a frozen copy of the learner to the pool and to the archive."""
         snapshot = self.pool.add(self.policy, self.env_steps)
         weights = {k: v.detach().cpu().clone() for k, v in self.policy.state_dict().items()}
-        self.archive.append({"id": snapshot.id, "step": self.env_steps,
-                             "seconds": self.train_seconds, "policy": weights})  # fmt: skip
+        self.archive.append(
+            {
+                "id": snapshot.id,
+                "step": self.env_steps,
+                "seconds": self.train_seconds,
+                "policy": weights,
+            }
+        )
 
     def archived_policy(self, index: int) -> PongPolicy:
         """The archived snapshot ``self.archive[index]`` as a frozen :class:`PongPolicy`."""
@@ -714,9 +786,14 @@ class SelfPlayTrainer:
 
 # %%
 def train_for(
-    trainer: SelfPlayTrainer, minutes: float, run_dir: Path, *, progress: bool | None = None,
-    max_updates: int | None = None, after_update: Callable[[SelfPlayTrainer], bool] | None = None,
-) -> dict[str, float] | None:  # fmt: skip
+    trainer: SelfPlayTrainer,
+    minutes: float,
+    run_dir: Path,
+    *,
+    progress: bool | None = None,
+    max_updates: int | None = None,
+    after_update: Callable[[SelfPlayTrainer], bool] | None = None,
+) -> dict[str, float] | None:
     """Train until ``trainer.train_seconds`` reaches ``minutes`` (or ``max_updates`` updates in
     all), logging into ``run_dir``; returns the final evaluation, or ``None`` when
     ``after_update(trainer)`` returned True (a stop). ``progress=None``: a bar in a terminal."""

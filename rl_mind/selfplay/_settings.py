@@ -1,8 +1,10 @@
-"""The checks of :class:`~rl_mind.selfplay.trainer.SelfPlayConfig`'s settings.
+"""The checks of the self-play PPO (:mod:`rl_mind.selfplay.trainer`): its config's settings
+and the inputs of its functions.
 
-Kept apart from the config so that the reference practical shows the numbers of the run,
+Kept apart so that the reference practical shows the numbers of the run and the algorithm,
 not the checks; each setting is still checked when a config is built, and a bad one is a
-``ValueError`` (or ``TypeError`` for a device that is not a device) naming the setting.
+``ValueError`` (or ``TypeError`` for a device that is not a device) naming the setting. A
+function's bad input is a ``TypeError`` or ``ValueError`` naming the function.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ import math
 from typing import Any
 
 import numpy as np
+import torch
+from torch import Tensor
 
 from rl_mind.core import _as_int, _checked_device
 from rl_mind.selfplay.pool import SAMPLING_STRATEGIES
 
-__all__ = ["MAX_SEED", "check_settings"]
+__all__ = ["MAX_SEED", "bool_flags", "observation_shape", "same_shape", "settings", "tensor"]
 
 # The run derives its other seeds from this one (seed + 2, seed + 1000 * updates + 1, ...),
 # and torch takes seeds below 2**64: a 32-bit seed leaves room for all of them.
@@ -53,7 +57,7 @@ def _is_number(value: Any) -> bool:
     return (_is_int(value) or isinstance(value, float | np.floating)) and math.isfinite(value)
 
 
-def check_settings(config: Any) -> None:
+def settings(config: Any) -> None:
     """Refuse a bad setting of ``config`` by name; normalize ``hidden_sizes`` to a tuple of
     ints and ``device`` to its string (a device this machine lacks is refused here, not at
     the first network moved there)."""
@@ -91,3 +95,49 @@ def check_settings(config: Any) -> None:
     if not isinstance(config.pool_sampling, str) or config.pool_sampling not in SAMPLING_STRATEGIES:
         fail("pool_sampling", f"one of {SAMPLING_STRATEGIES}")
     config.device = str(_checked_device(config.device, "SelfPlayConfig"))
+
+
+def tensor(obs: Any, caller: str) -> Tensor:
+    """``obs`` if it is a tensor, else a ``TypeError`` (a numpy array would fail deep in torch)."""
+    if not isinstance(obs, Tensor):
+        raise TypeError(
+            f"{caller}: expected a tensor of observations, got {type(obs).__name__} "
+            f"(convert with torch.as_tensor(obs))"
+        )
+    return obs
+
+
+def observation_shape(obs: Tensor, size: int) -> None:
+    """Refuse observations whose last dimension is not ``size`` (Pong Duel's 10)."""
+    if obs.shape[-1:] != (size,):
+        raise ValueError(
+            f"Pong Duel observations are [..., {size}] tensors, got shape {tuple(obs.shape)}"
+        )
+
+
+def bool_flags(shape: tuple[int, ...], **flags: Any) -> None:
+    """Refuse episode-end flags that are not bool tensors of ``shape`` (the rewards', ``[T, B]``):
+    ``~`` of 0/1 integer flags is -1/-2, and the advantages would be silently wrong."""
+    for name, value in flags.items():
+        if not isinstance(value, Tensor) or value.dtype != torch.bool:
+            what = value.dtype if isinstance(value, Tensor) else type(value).__name__
+            raise TypeError(
+                f"gae_advantages: {name} must be a bool tensor (as a Rollout holds it), got "
+                f"{what}; use flags.bool()"
+            )
+        if value.shape != shape:
+            raise ValueError(
+                f"gae_advantages: {name} has shape {list(value.shape)}, expected the "
+                f"rewards' {list(shape)} ([T, B])"
+            )
+
+
+def same_shape(prediction: Tensor, target: Tensor, caller: str) -> None:
+    """Refuse a prediction of another shape than its target (``[N, 1]`` against ``[N]``
+    would broadcast to ``[N, N]``)."""
+    if prediction.shape != target.shape:
+        raise ValueError(
+            f"{caller}: prediction and target must have the same shape, got "
+            f"{list(prediction.shape)} and {list(target.shape)} (squeeze the value head's "
+            f"last dimension)"
+        )

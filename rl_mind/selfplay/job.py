@@ -210,6 +210,7 @@ def load_trainer_state(trainer: SelfPlayTrainer, state: Mapping[str, Any]) -> No
     trainer.minibatch_generator.set_state(rng["minibatches"])
     # Fresh matches (their opponents drawn from the restored pool), seeded from the
     # counters so that a resumed run does not replay the serves of the first one.
+    trainer.env.close()  # (the matches in progress are dropped)
     trainer.new_matches(config.seed + 1_000 * trainer.updates + 1)
 
 

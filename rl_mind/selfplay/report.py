@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rl_mind.evaluation import record_video
+from rl_mind.selfplay._files import write_csv
 from rl_mind.selfplay.matches import round_robin
 from rl_mind.selfplay.ratings import Leaderboard, bradley_terry
 from rl_mind.selfplay.trainer import (
@@ -24,7 +25,6 @@ from rl_mind.selfplay.trainer import (
     PongPolicy,
     SelfPlayConfig,
     SelfPlayTrainer,
-    write_csv,
 )
 
 __all__ = [

@@ -25,19 +25,14 @@
 # notebook with `RL_MIND_FAST_TEST=1`, tiny budgets: the code runs, nothing is learned.)
 
 # %%
-"""Self-play PPO for Pong Duel: the one implementation, run by ``rl-mind selfplay``.
-
-The reference practical ``notebooks/selfplay_ppo.ipynb`` is this file, cell by cell
-(``rl-mind practical --reference notebooks`` writes it); cells guarded by
-``if __name__ == "__main__":`` run in the notebook only. What the reader must not get
-wrong: ``next_obs`` of a same-step rollout is the true successor, so a truncated match
-bootstraps from ``V(next_obs)`` and a terminated one does not; an opponent changes only
-when its match ends, so the live learner's moves as an opponent form whole matches that
-GAE runs on as on the learner's own.
+"""Self-play PPO for Pong Duel, run by ``rl-mind selfplay``; the reference practical
+``notebooks/selfplay_ppo.ipynb`` is this file (its ``if __name__ == "__main__":`` cells run
+in the notebook only). What the reader must not get wrong: a truncated match bootstraps from
+``V(next_obs)``, a terminated one does not; an opponent changes only when its match ends,
+so the live learner's moves as the opponent form whole matches that GAE runs on unchanged.
 """
 
 import copy
-import csv
 import dataclasses
 import math
 import os
@@ -61,7 +56,8 @@ from rl_mind.envs.pong_game import OBSERVATION_SIZE
 from rl_mind.envs.pong_opponents import DOWN, STAY, UP
 from rl_mind.nn import build_mlp, soft_update
 from rl_mind.notebook import Profile, progress_bar
-from rl_mind.selfplay._settings import check_settings
+from rl_mind.selfplay import _settings as check
+from rl_mind.selfplay._files import write_csv
 from rl_mind.selfplay.matches import play_matches
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
 from rl_mind.selfplay.ratings import EloTable
@@ -71,8 +67,8 @@ __all__ = [
     "BOTS",
     "ENV_NAME",
     "FORECAST_SIZE",
-    "LiveOpponent",
     "N_ACTIONS",
+    "LiveOpponent",
     "PongCritic",
     "PongPolicy",
     "PoolOpponent",
@@ -90,7 +86,6 @@ __all__ = [
     "ppo_loss",
     "train_for",
     "value_loss",
-    "write_csv",
 ]
 
 ENV_NAME = "rl_mind/PongDuel-v0"
@@ -122,9 +117,7 @@ class SelfPlayConfig:
     entropy_coef: float = 0.01
     value_coef: float = 0.5
     max_grad_norm: float = 0.5
-    # 96-wide: 64-wide networks stopped improving after about 8 minutes (in two runs of
-    # four their last snapshot no longer beat those of the minutes before); 128-wide ones
-    # ran at half the game steps/s and won less against `predictive` in 10 minutes
+    # 96 wide: 64 stopped improving after about 8 minutes, 128 halved the game steps/s
     hidden_sizes: tuple[int, ...] = (96, 96)
     ball_forecast: bool = True  # the networks also see where the ball will cross next
     latest_opponent_probability: float = 0.5  # of the matches: vs the live learner, else the pool
@@ -132,9 +125,7 @@ class SelfPlayConfig:
     snapshot_every: int = 10  # updates between two snapshots
     pool_capacity: int = 64
     pool_sampling: str = "pfsp"
-    # the agent (evaluated, kept) averages the learner's weights over about this fraction
-    # of the updates so far (0: the agent is the learner itself)
-    policy_averaging: float = 0.2
+    policy_averaging: float = 0.2  # the agent averages the learner over this part of the run
     eval_every_seconds: float = 20.0  # of training time
     eval_matches: int = 100  # per bot
     checkpoint_every_seconds: float = 60.0  # (rl-mind selfplay)
@@ -145,7 +136,7 @@ class SelfPlayConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        check_settings(self)  # a ValueError naming a bad setting
+        check.settings(self)  # a ValueError naming a bad setting
 
     @classmethod
     def fast_test(cls, **changes: Any) -> "SelfPlayConfig":
@@ -226,19 +217,9 @@ N_ACTIONS = len((STAY, UP, DOWN))
 
 
 def ball_forecast(obs: Tensor) -> Tensor:
-    """Where the ball will next cross a paddle line: ``[..., 10]`` observations → ``[..., 3]``.
-
-    The height ``y`` at which the ball crosses the line it flies towards (the player's own
-    when ``ball vx < 0``, in the mirrored view), ``y`` minus the player's paddle height, and
-    the steps until then / 40 (at most 2). The walls at ``±WALL`` reflect the ball, so the
-    crossing height is the straight-line height folded into the court: a triangle wave of
-    period ``4·WALL`` (the rule the ``predictive`` bot plays by).
-    """
-    if obs.shape[-1:] != (OBSERVATION_SIZE,):
-        raise ValueError(
-            f"Pong Duel observations are [..., {OBSERVATION_SIZE}] tensors, got shape "
-            f"{tuple(obs.shape)}"
-        )
+    """``[..., 10]`` observations → ``[..., 3]``: the height ``y`` where the ball will cross the
+    paddle line it flies towards, ``y`` minus the own paddle's, the steps until then / 40 (≤ 2)."""
+    check.observation_shape(obs, OBSERVATION_SIZE)
     ball_x, ball_y = obs[..., 2], obs[..., 3]
     vx, vy = obs[..., 4] * RULES.max_speed, obs[..., 5] * RULES.max_speed  # (observed / max)
     distance = (FACE_X - ball_x * torch.sign(vx)).clamp(min=0.0)  # to the line ahead
@@ -251,11 +232,7 @@ def ball_forecast(obs: Tensor) -> Tensor:
 def network_input(obs: Observation, forecast: bool = True) -> Tensor:
     """What the networks read: the observation ``[..., 10]`` followed by :func:`ball_forecast`
     (``[..., 13]``); the bare observation when not ``forecast``."""
-    if not isinstance(obs, Tensor):
-        raise TypeError(
-            f"network_input: expected a tensor of observations, got {type(obs).__name__} "
-            f"(convert with torch.as_tensor(obs))"
-        )
+    obs = check.tensor(obs, "network_input")
     return torch.cat([obs, ball_forecast(obs)], dim=-1) if forecast else obs
 
 
@@ -267,32 +244,24 @@ def network_input(obs: Observation, forecast: bool = True) -> Tensor:
 
 
 # %%
-def orthogonal_init(mlp: nn.Sequential, output_gain: float) -> nn.Sequential:
+def pong_mlp(n_out: int, hidden_sizes: Sequence[int], forecast: bool, gain: float) -> nn.Sequential:
+    """A tanh MLP from :func:`network_input` to ``n_out``, orthogonally initialised."""
+    mlp = build_mlp([OBSERVATION_SIZE + FORECAST_SIZE * forecast, *hidden_sizes, n_out], nn.Tanh)
     linears = [m for m in mlp if isinstance(m, nn.Linear)]
     for layer in linears:
-        nn.init.orthogonal_(layer.weight, output_gain if layer is linears[-1] else math.sqrt(2))
+        nn.init.orthogonal_(layer.weight, gain if layer is linears[-1] else math.sqrt(2))
         nn.init.zeros_(layer.bias)
     return mlp
 
 
 class PongPolicy(Actor[StochasticAction]):
-    """The policy: an MLP ``13 → 96 → 96 → 3`` (tanh) giving the logits of a categorical.
+    """The policy, a categorical over the 3 actions: ``policy(obs [N, 10])`` samples, ``act``
+    takes the most likely action, ``distribution`` is what the loss differentiates."""
 
-    ``policy(obs [N, 10])`` samples (training behaviour, and what a snapshot plays in the
-    pool), ``policy.act(obs)`` takes the most likely action, ``policy.distribution(obs)``
-    is what the loss differentiates. ``ball_forecast=False``: it reads the bare observation.
-    """
-
-    def __init__(
-        self,
-        hidden_sizes: Sequence[int] = (96, 96),
-        ball_forecast: bool = True,
-        activation: Callable[[], nn.Module] = nn.Tanh,
-    ) -> None:
+    def __init__(self, hidden_sizes: Sequence[int] = (96, 96), ball_forecast: bool = True) -> None:
         super().__init__()
         self.ball_forecast = ball_forecast
-        sizes = [OBSERVATION_SIZE + FORECAST_SIZE * ball_forecast, *hidden_sizes, N_ACTIONS]
-        self.net = orthogonal_init(build_mlp(sizes, activation), output_gain=0.01)
+        self.net = pong_mlp(N_ACTIONS, hidden_sizes, ball_forecast, gain=0.01)
 
     def distribution(self, obs: Observation) -> Categorical:
         return Categorical(logits=self.net(network_input(obs, self.ball_forecast)))
@@ -307,18 +276,12 @@ class PongPolicy(Actor[StochasticAction]):
 
 
 class PongCritic(nn.Module):
-    """The value function: a separate MLP ``13 → 96 → 96 → 1``; ``critic(obs [..., 10]) -> [...]``."""
+    """The value function, a separate MLP: ``critic(obs [..., 10]) -> [...]``."""
 
-    def __init__(
-        self,
-        hidden_sizes: Sequence[int] = (96, 96),
-        ball_forecast: bool = True,
-        activation: Callable[[], nn.Module] = nn.Tanh,
-    ) -> None:
+    def __init__(self, hidden_sizes: Sequence[int] = (96, 96), ball_forecast: bool = True) -> None:
         super().__init__()
         self.ball_forecast = ball_forecast
-        sizes = [OBSERVATION_SIZE + FORECAST_SIZE * ball_forecast, *hidden_sizes, 1]
-        self.net = orthogonal_init(build_mlp(sizes, activation), output_gain=1.0)
+        self.net = pong_mlp(1, hidden_sizes, ball_forecast, gain=1.0)
 
     def forward(self, obs: Tensor) -> Tensor:
         return self.net(network_input(obs, self.ball_forecast)).squeeze(-1)
@@ -359,11 +322,8 @@ class PongCritic(nn.Module):
 
 # %%
 class LiveOpponent:
-    """The live learner as the opponent of the copies ``0 .. K-1``, keeping its moves.
-
-    The game calls it once per step with their observations ``[K, 10]``; ``moves`` holds
-    ``(obs, action, log_prob)`` of each call since :meth:`rollout` last emptied it.
-    """
+    """The live learner as the opponent of the copies ``0 .. K-1``; ``moves`` keeps the
+    ``(obs [K, 10], action [K], log_prob [K])`` of each step since :meth:`rollout`."""
 
     name = "latest"
 
@@ -378,8 +338,7 @@ class LiveOpponent:
         return out.value.cpu()
 
     def rollout(self, n_steps: int) -> tuple[Tensor, Tensor, Tensor]:
-        """Its last ``n_steps`` moves as ``[T, K, 10]`` observations, ``[T, K]`` actions and
-        log-probabilities, and forgets them."""
+        """Its ``n_steps`` moves since the last call: obs ``[T, K, 10]``, action, log_prob."""
         if len(self.moves) != n_steps:
             raise RuntimeError(
                 f"self-play bookkeeping: the live opponent played {len(self.moves)} steps "
@@ -391,15 +350,9 @@ class LiveOpponent:
 
 
 class PoolOpponent:
-    """The pool snapshots as the opponent of the copies ``offset .. offset + K - 1``: one
-    batched forward pass plays them all.
-
-    Each of its ``K`` copies holds the layers of the snapshot its match plays, written when
-    the match starts (``weight [K, in, out]``, ``bias [K, 1, out]`` per linear layer); a
-    call runs each copy's row through its own weights, one ``torch.baddbmm`` per layer.
-    ``ended[k]`` lists the snapshots of copy ``k``'s ended matches, oldest first (to credit
-    their results).
-    """
+    """The pool's snapshots as the opponent of the copies ``offset .. offset + K - 1``: each
+    copy holds the layers of the snapshot its match plays, and one ``torch.baddbmm`` per layer
+    plays them all. ``ended[k]``: the snapshots of copy ``k``'s ended matches, oldest first."""
 
     name = "pool"
 
@@ -407,9 +360,9 @@ class PoolOpponent:
         self.forecast, self.offset = template.ball_forecast, offset
         self.snapshot_id = np.full(n_copies, -1)  # [K] (-1: no match yet)
         self.ended: list[list[int]] = [[] for _ in range(n_copies)]
-        # per module of the policy's MLP: a linear layer's weights for each copy, or the
-        # (parameter-free) activation module itself
         self.device = device = template.device
+        # per module of the policy's MLP: a linear layer's weight [K, in, out] and bias
+        # [K, 1, out] for each copy, or the (parameter-free) activation module itself
         self.layers: list[tuple[Tensor, Tensor] | nn.Module] = [
             (
                 torch.zeros(n_copies, m.in_features, m.out_features, device=device),
@@ -435,8 +388,8 @@ class PoolOpponent:
     def __call__(self, obs: Tensor) -> Tensor:
         if len(obs) != len(self.snapshot_id):
             raise RuntimeError(
-                f"the pool opponent plays {len(self.snapshot_id)} matches but got "
-                f"{len(obs)} observations"
+                f"the pool opponent plays {len(self.snapshot_id)} matches but got {len(obs)} "
+                f"observations"
             )
         hidden = network_input(obs.to(self.device), self.forecast).unsqueeze(1)  # [K, 1, in]
         for layer in self.layers:
@@ -473,25 +426,9 @@ def gae_advantages(
     gamma: float,
     gae_lambda: float,
 ) -> Tensor:
-    """Generalized advantage estimation over a same-step rollout; all arguments ``[T, B]``.
-
-    ``next_value`` is ``V(next_obs)``. The one-step error bootstraps from it unless the state
-    is terminal (a truncated match still bootstraps); the recursion stops at every end of a
-    match, terminated or truncated. ``terminated`` and ``truncated`` are bool tensors.
-    """
-    for name, flags in (("terminated", terminated), ("truncated", truncated)):
-        # (~ of 0/1 integer flags is -1/-2: the advantages would be silently wrong)
-        if not isinstance(flags, Tensor) or flags.dtype != torch.bool:
-            what = flags.dtype if isinstance(flags, Tensor) else type(flags).__name__
-            raise TypeError(
-                f"gae_advantages: {name} must be a bool tensor (as a Rollout holds it), got "
-                f"{what}; use flags.bool()"
-            )
-        if flags.shape != reward.shape:
-            raise ValueError(
-                f"gae_advantages: {name} has shape {list(flags.shape)}, expected the "
-                f"rewards' {list(reward.shape)} ([T, B])"
-            )
+    """Generalized advantage estimation over a same-step rollout; all arguments ``[T, B]``,
+    ``next_value`` is ``V(next_obs)``, the flags are bool tensors."""
+    check.bool_flags(reward.shape, terminated=terminated, truncated=truncated)
     delta = reward + gamma * (~terminated).float() * next_value - value
     continues = (~(terminated | truncated)).float()
     advantages = torch.zeros_like(reward)
@@ -513,8 +450,7 @@ def mirror_observation(obs: Tensor) -> Tensor:
 
 @dataclasses.dataclass(frozen=True)
 class TrainingBatch(TensorStruct):
-    """Flat ``[N]`` training data: what was seen, done, its log-probability then, the
-    advantage, the return target of the critic (``advantage + value``) and the value."""
+    """Flat ``[N]`` training data; ``returns`` (``advantages + value``) is the critic's target."""
 
     obs: Tensor  # [N, 10]
     action: Tensor
@@ -564,33 +500,27 @@ def ppo_loss(
     log_ratio = distribution.log_prob(action) - old_log_prob
     if len(advantages) > 1:  # (the std of a single sample is NaN)
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    losses = {
-        "policy_loss": clipped_policy_loss(log_ratio, advantages, config.clip_coef),
-        "value_loss": value_loss(critic(obs), returns),
-        "entropy": distribution.entropy().mean(),
-    }
-    loss = (
-        losses["policy_loss"]
-        + config.value_coef * losses["value_loss"]
-        - config.entropy_coef * losses["entropy"]
-    )
+    policy_loss = clipped_policy_loss(log_ratio, advantages, config.clip_coef)
+    critic_loss = value_loss(critic(obs), returns)
+    entropy = distribution.entropy().mean()
+    loss = policy_loss + config.value_coef * critic_loss - config.entropy_coef * entropy
     with torch.no_grad():
         ratio = log_ratio.exp()
-        stats = {name: value.detach() for name, value in losses.items()} | {
-            "approx_kl": ((ratio - 1) - log_ratio).mean(),
-            "clip_fraction": ((ratio - 1).abs() > config.clip_coef).float().mean(),
-        }
-    return loss, stats
+        approx_kl = ((ratio - 1) - log_ratio).mean()
+        clip_fraction = ((ratio - 1).abs() > config.clip_coef).float().mean()
+    stats = {
+        "policy_loss": policy_loss,
+        "value_loss": critic_loss,
+        "entropy": entropy,
+        "approx_kl": approx_kl,
+        "clip_fraction": clip_fraction,
+    }
+    return loss, {name: value.detach() for name, value in stats.items()}
 
 
 def explained_variance(prediction: Tensor, target: Tensor) -> float:
     """``1 - Var(target - prediction) / Var(target)``: 1 is perfect, 0 no better than a constant."""
-    if prediction.shape != target.shape:  # ([N, 1] against [N] would broadcast to [N, N])
-        raise ValueError(
-            f"explained_variance: prediction and target must have the same shape, got "
-            f"{list(prediction.shape)} and {list(target.shape)} (squeeze the value head's "
-            f"last dimension)"
-        )
+    check.same_shape(prediction, target, "explained_variance")  # ([N, 1] and [N] would broadcast)
     variance = target.var()
     if float(variance) == 0.0:
         return float("nan")
@@ -636,16 +566,9 @@ class UpdateStats:
 class SelfPlayTrainer:
     """PPO by self-play on Pong Duel: :meth:`update` in a loop (see :func:`train_for`).
 
-    Attributes: ``config``, ``policy`` (the learner), ``critic``, ``optimizer``, ``pool``,
-    ``averaged_policy`` (the agent: frozen, its weights average the learner's), ``archive``
-    (every snapshot taken: ``{"id", "step", "seconds", "policy"}`` with a state dict),
-    ``updates``, ``env_steps`` (game steps: matches × steps), ``train_seconds`` (collection
-    and updates, evaluations excluded), ``eval_history``, ``online_elo`` (the agent against
-    the bots), ``minibatch_generator``; ``n_live`` copies (the first ones) play the live
-    learner, the others the pool.
+    ``policy`` is the learner, ``averaged_policy`` the agent; ``archive`` holds every snapshot
+    (``{"id", "step", "seconds", "policy"}``); ``train_seconds`` counts collection and updates.
     """
-
-    env: VecEnv  # the matches in play (new_matches)
 
     def __init__(self, config: SelfPlayConfig | None = None) -> None:
         self.config = config = config if config is not None else SelfPlayConfig.for_profile()
@@ -674,8 +597,6 @@ class SelfPlayTrainer:
 
     def new_matches(self, seed: int) -> None:
         """Start fresh matches (a new ``VecEnv`` seeded with ``seed``) for the next rollouts."""
-        if hasattr(self, "env"):  # (restarting: the matches in progress are dropped)
-            self.env.close()
         B = self.config.num_envs
         self.n_live = round(B * self.config.latest_opponent_probability)
         self.live = LiveOpponent(self.policy)
@@ -700,16 +621,21 @@ class SelfPlayTrainer:
         self.env_steps += rollout.reward.numel()  # (the live learner's moves come on top)
         batch = self.training_batch(rollout)
         sums: dict[str, float] = {}
-        # Equal minibatches: a leftover minibatch of a few samples would have meaningless
-        # normalized advantages.
+        # equal minibatches: a leftover of a few samples would have meaningless advantages
         n_minibatches = math.ceil(len(batch) / config.minibatch_size)
         minibatch_size = math.ceil(len(batch) / n_minibatches)
         for _epoch in range(config.update_epochs):
             for mb in minibatches(batch, minibatch_size, generator=self.minibatch_generator):
                 loss, stats = ppo_loss(
-                    self.policy, self.critic, mb.obs, mb.action, mb.log_prob, mb.advantages,
-                    mb.returns, config,
-                )  # fmt: skip
+                    self.policy,
+                    self.critic,
+                    mb.obs,
+                    mb.action,
+                    mb.log_prob,
+                    mb.advantages,
+                    mb.returns,
+                    config,
+                )
                 self.optimizer.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.learned, config.max_grad_norm)
@@ -738,20 +664,28 @@ class SelfPlayTrainer:
         rollout = rollout.to(self.device)
         obs, next_obs = cast(Tensor, rollout.obs), cast(Tensor, rollout.next_obs)  # [T, B, 10]
         reward, terminated, truncated = rollout.reward, rollout.terminated, rollout.truncated
+        learner = rollout.action
         sides = [
-            self.one_side(obs, rollout.action.value, rollout.action.log_prob, reward, next_obs,
-                          terminated, truncated)
-        ]  # fmt: skip
+            self.one_side(
+                obs, learner.value, learner.log_prob, reward, next_obs, terminated, truncated
+            )
+        ]
         if self.n_live > 0:
             opponent_obs, action, log_prob = self.live.rollout(len(reward))  # [T, K]
             if self.config.train_on_opponent:
                 # zero-sum: the opponent's reward is -reward; its successor, the mirror view
                 live = slice(0, self.n_live)
                 sides.append(
-                    self.one_side(opponent_obs, action, log_prob, -reward[:, live],
-                                  mirror_observation(next_obs[:, live]), terminated[:, live],
-                                  truncated[:, live])
-                )  # fmt: skip
+                    self.one_side(
+                        opponent_obs,
+                        action,
+                        log_prob,
+                        -reward[:, live],
+                        mirror_observation(next_obs[:, live]),
+                        terminated[:, live],
+                        truncated[:, live],
+                    )
+                )
         return TrainingBatch.cat(sides)
 
     def one_side(
@@ -765,22 +699,25 @@ class SelfPlayTrainer:
         truncated: Tensor,
     ) -> TrainingBatch:
         """One player's ``[T, B]`` steps as flat ``[T * B]`` data, with GAE and returns."""
-        config = self.config
         value = self.critic(obs)
         # V(next_obs): where the match went on, next_obs[t] is obs[t + 1], valued already
         next_value = torch.cat([value[1:], self.critic(next_obs[-1:])])
         ended = terminated | truncated
         next_value[ended] = self.critic(next_obs[ended])  # the final observations
         advantages = gae_advantages(
-            reward, value, next_value, terminated, truncated, config.gamma, config.gae_lambda
+            reward,
+            value,
+            next_value,
+            terminated,
+            truncated,
+            self.config.gamma,
+            self.config.gae_lambda,
         )
         batch = TrainingBatch(obs, action, log_prob, advantages, advantages + value, value)
         return batch.flatten_leading(2)
 
     def average_weights(self) -> None:
-        """Move the agent's weights ``τ = 1 / (1 + policy_averaging · updates)`` of the way to
-        the learner's (after every update): about two thirds of the average come from the
-        last ``policy_averaging`` fraction of the updates; ``policy_averaging = 0`` copies."""
+        """Move the agent ``τ = 1 / (1 + policy_averaging · updates)`` of the way to the learner."""
         tau = 1 / (1 + self.config.policy_averaging * self.updates)
         soft_update(self.policy, self.averaged_policy, tau)
 
@@ -802,9 +739,13 @@ class SelfPlayTrainer:
         snapshot = self.pool.add(self.policy, self.env_steps)
         weights = {k: v.detach().cpu().clone() for k, v in self.policy.state_dict().items()}
         self.archive.append(
-            {"id": snapshot.id, "step": self.env_steps, "seconds": self.train_seconds,
-             "policy": weights}
-        )  # fmt: skip
+            {
+                "id": snapshot.id,
+                "step": self.env_steps,
+                "seconds": self.train_seconds,
+                "policy": weights,
+            }
+        )
 
     def archived_policy(self, index: int) -> PongPolicy:
         """The archived snapshot ``self.archive[index]`` as a frozen :class:`PongPolicy`."""
@@ -813,16 +754,14 @@ class SelfPlayTrainer:
         return policy.eval().requires_grad_(False)
 
     def evaluate(self, n_matches: int | None = None, seed: int | None = None) -> dict[str, float]:
-        """Win rates and scores of the agent (``averaged_policy``, sampling as trained) against
-        the bots, on ``n_matches`` (default ``eval_matches``) seeded matches each; appended to
-        ``eval_history`` and played into the online Elo table."""
+        """Win rates and scores of the agent against the bots on ``n_matches`` (default
+        ``eval_matches``) seeded matches each; into ``eval_history`` and the online Elo table."""
         n = n_matches if n_matches is not None else self.config.eval_matches
+        seed = seed if seed is not None else self.updates
         result = {"updates": float(self.updates), "env_steps": float(self.env_steps),
                   "seconds": self.train_seconds}  # fmt: skip
         for bot in BOTS:
-            stats = play_matches(
-                self.averaged_policy, bot, n, seed=seed if seed is not None else self.updates
-            )
+            stats = play_matches(self.averaged_policy, bot, n, seed=seed)
             result[f"win_rate_vs_{bot}"] = stats.win_rate
             result[f"score_vs_{bot}"] = stats.score
             self.online_elo.update("learner", bot, stats.wins, stats.draws, stats.losses)
@@ -846,18 +785,6 @@ class SelfPlayTrainer:
 
 
 # %%
-def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Write ``rows`` (dicts with the same keys) to ``path`` whole, or not at all."""
-    if not rows:
-        return
-    temporary = path.with_suffix(".csv.tmp")
-    with temporary.open("w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    temporary.replace(path)
-
-
 def train_for(
     trainer: SelfPlayTrainer,
     minutes: float,
@@ -867,13 +794,9 @@ def train_for(
     max_updates: int | None = None,
     after_update: Callable[[SelfPlayTrainer], bool] | None = None,
 ) -> dict[str, float] | None:
-    """Train until ``trainer.train_seconds`` reaches ``minutes`` (or ``max_updates`` updates
-    in all), logging into ``run_dir``; returns the final evaluation.
-
-    ``progress``: show the progress bar (None: in a terminal or a notebook).
-    ``after_update(trainer)`` is called after every update; when it returns True the
-    training stops at once and ``None`` is returned (no final evaluation).
-    """
+    """Train until ``trainer.train_seconds`` reaches ``minutes`` (or ``max_updates`` updates in
+    all), logging into ``run_dir``; returns the final evaluation, or ``None`` when
+    ``after_update(trainer)`` returned True (a stop). ``progress=None``: a bar in a terminal."""
     from torch.utils.tensorboard import SummaryWriter  # (imported here: it is slow to import)
 
     config, budget = trainer.config, 60.0 * minutes

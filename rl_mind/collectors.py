@@ -107,6 +107,7 @@ class _EpisodeStats:
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
         self.nothing_ended = (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+        self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
         self.clear()
 
     def push(self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None) -> None:
@@ -164,7 +165,7 @@ class _EpisodeStats:
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""
-        self.queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+        self.queue = []
         self.running_return = np.zeros(self.num_envs)
         self.running_length = np.zeros(self.num_envs, np.int64)
         self.result = self.nothing_ended

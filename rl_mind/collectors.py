@@ -126,26 +126,26 @@ class _EpisodeStats:
             *earlier, last = self.queue
             for call in earlier:
                 self._add(*call)
-            ended = self._add(*last)
+            copies, returns, lengths = self._add(*last)
             self.queue = []
             self.result = self.nothing_ended
-            if ended:
-                ended.sort()
+            if copies:
+                order = np.argsort(np.concatenate(copies), kind="stable")  # (rows: time order)
                 self.result = (
-                    torch.tensor([ret for _, _, ret, _ in ended], dtype=torch.float32),
-                    torch.tensor([length for _, _, _, length in ended], dtype=torch.long),
+                    torch.from_numpy(np.concatenate(returns)[order].astype(np.float32)),
+                    torch.from_numpy(np.concatenate(lengths)[order]),
                 )
         return self.result
 
     def _add(
         self, reward: np.ndarray, done: np.ndarray, counted: np.ndarray | None
-    ) -> list[tuple[int, int, float, int]]:
-        """Add a call's steps, step by step; returns ``(copy, time, return, length)`` of
-        each episode that ends in them."""
+    ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Add a call's steps, step by step; returns the copies, returns and lengths of the
+        episodes that end in them, one array of each per step where some end."""
         B = self.num_envs
         reward, done = reward.reshape(-1, B), done.reshape(-1, B)
         real = None if counted is None else counted.reshape(-1, B)
-        ended = []
+        copies, returns, lengths = [], [], []
         for t in range(len(done)):
             if real is None:
                 self.running_return += reward[t]
@@ -157,11 +157,12 @@ class _EpisodeStats:
                 ends = done[t] & real[t]
             if not np.count_nonzero(ends):
                 continue
-            for b in np.flatnonzero(ends).tolist():
-                ended.append((b, t, float(self.running_return[b]), int(self.running_length[b])))
+            copies.append(np.flatnonzero(ends))
+            returns.append(self.running_return[ends])
+            lengths.append(self.running_length[ends])
             self.running_return[ends] = 0.0
             self.running_length[ends] = 0
-        return ended
+        return copies, returns, lengths
 
     def clear(self) -> None:
         """Forget everything (the episode collector resets the environment)."""

@@ -799,6 +799,7 @@ def test_episode_statistics_match_step_by_step_bookkeeping(num_envs, end_rate):
         counted = None if rng.random() < 0.5 else rng.random(shape) < 0.8
         calls.append((reward, done, counted))
         stats_.push(reward.copy(), done.copy(), None if counted is None else counted.copy())
+        assert len(stats_.queue) <= 256  # (unread calls are added up, not kept forever)
         # (read after random calls, then after none for 300 calls, then after every one: the
         # logging loop)
         if (i < 300 and rng.random() < 0.2) or (300 <= i < 600 and i != 599):

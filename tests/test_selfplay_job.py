@@ -36,6 +36,7 @@ from rl_mind.selfplay.trainer import (
     PoolOpponent,
     SelfPlayConfig,
     SelfPlayTrainer,
+    TrainingBatch,
     ball_forecast,
     explained_variance,
     gae_advantages,
@@ -177,7 +178,8 @@ def test_ppo_loss_has_no_gradient_from_samples_clipped_in_the_advantage_directio
     returns = torch.zeros(64)
     config = fast_config()
     # old log-probabilities far below the new ones: ratio >> 1 + clip everywhere
-    loss, stats = ppo_loss(policy, critic, obs, action, log_prob - 5.0, advantages, returns, config)
+    batch = TrainingBatch(obs, action, log_prob - 5.0, advantages, returns, value=returns)
+    loss, stats = ppo_loss(policy, critic, batch, config)
     assert stats["clip_fraction"].item() == pytest.approx(1.0)
     policy.zero_grad()
     loss.backward()
@@ -223,9 +225,7 @@ def test_successor_values_reuse_the_next_steps_values_only_where_the_match_went_
         assert isinstance(obs, torch.Tensor) and isinstance(next_obs, torch.Tensor)
         assert rollout.done.any() and not rollout.done.all()
         with torch.no_grad():
-            side = trainer.one_side(obs, rollout.action.value, rollout.action.log_prob,
-                                    rollout.reward, next_obs, rollout.terminated,
-                                    rollout.truncated)  # fmt: skip
+            side = trainer.one_side(rollout)
             expected = gae_advantages(
                 rollout.reward, trainer.critic(obs), trainer.critic(next_obs),
                 rollout.terminated, rollout.truncated, trainer.config.gamma,
@@ -734,11 +734,15 @@ def test_settings_are_normalized_and_the_command_reports_a_bad_one(
 
 def test_a_single_sample_minibatch_gives_a_finite_loss() -> None:
     policy, critic = PongPolicy(), PongCritic()
-    obs = torch.randn(1, 10)
-    loss, _ = ppo_loss(
-        policy, critic, obs, torch.tensor([1]), torch.tensor([-1.1]), torch.tensor([0.3]),
-        torch.tensor([0.5]), fast_config(),
-    )  # fmt: skip
+    one = TrainingBatch(
+        obs=torch.randn(1, 10),
+        action=torch.tensor([1]),
+        log_prob=torch.tensor([-1.1]),
+        advantages=torch.tensor([0.3]),
+        returns=torch.tensor([0.5]),
+        value=torch.tensor([0.5]),
+    )
+    loss, _ = ppo_loss(policy, critic, one, fast_config())
     assert torch.isfinite(loss)
 
 

@@ -485,23 +485,17 @@ def value_loss(value: Tensor, returns: Tensor) -> Tensor:
 
 
 def ppo_loss(
-    policy: PongPolicy,
-    critic: PongCritic,
-    obs: Tensor,
-    action: Tensor,
-    old_log_prob: Tensor,
-    advantages: Tensor,
-    returns: Tensor,
-    config: SelfPlayConfig,
+    policy: PongPolicy, critic: PongCritic, batch: TrainingBatch, config: SelfPlayConfig
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss of a minibatch ``[N]`` and its detached diagnostics (``policy_loss``,
     ``value_loss``, ``entropy``, ``approx_kl``, ``clip_fraction``)."""
-    distribution = policy.distribution(obs)
-    log_ratio = distribution.log_prob(action) - old_log_prob
+    distribution = policy.distribution(batch.obs)
+    log_ratio = distribution.log_prob(batch.action) - batch.log_prob
+    advantages = batch.advantages
     if len(advantages) > 1:  # (the std of a single sample is NaN)
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     policy_loss = clipped_policy_loss(log_ratio, advantages, config.clip_coef)
-    critic_loss = value_loss(critic(obs), returns)
+    critic_loss = value_loss(critic(batch.obs), batch.returns)
     entropy = distribution.entropy().mean()
     loss = policy_loss + config.value_coef * critic_loss - config.entropy_coef * entropy
     with torch.no_grad():
@@ -626,16 +620,7 @@ class SelfPlayTrainer:
         minibatch_size = math.ceil(len(batch) / n_minibatches)
         for _epoch in range(config.update_epochs):
             for mb in minibatches(batch, minibatch_size, generator=self.minibatch_generator):
-                loss, stats = ppo_loss(
-                    self.policy,
-                    self.critic,
-                    mb.obs,
-                    mb.action,
-                    mb.log_prob,
-                    mb.advantages,
-                    mb.returns,
-                    config,
-                )
+                loss, stats = ppo_loss(self.policy, self.critic, mb, config)
                 self.optimizer.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(self.learned, config.max_grad_norm)
@@ -662,58 +647,42 @@ class SelfPlayTrainer:
         """The rollout's steps as flat training data with advantages: the learner's, then
         (``train_on_opponent``) the live learner's as the opponent of the first copies."""
         rollout = rollout.to(self.device)
-        obs, next_obs = cast(Tensor, rollout.obs), cast(Tensor, rollout.next_obs)  # [T, B, 10]
-        reward, terminated, truncated = rollout.reward, rollout.terminated, rollout.truncated
-        learner = rollout.action
-        sides = [
-            self.one_side(
-                obs, learner.value, learner.log_prob, reward, next_obs, terminated, truncated
-            )
-        ]
+        sides = [self.one_side(rollout)]
         if self.n_live > 0:
-            opponent_obs, action, log_prob = self.live.rollout(len(reward))  # [T, K]
+            opponent_obs, action, log_prob = self.live.rollout(len(rollout))  # [T, K]
             if self.config.train_on_opponent:
                 # zero-sum: the opponent's reward is -reward; its successor, the mirror view
                 live = slice(0, self.n_live)
-                sides.append(
-                    self.one_side(
-                        opponent_obs,
-                        action,
-                        log_prob,
-                        -reward[:, live],
-                        mirror_observation(next_obs[:, live]),
-                        terminated[:, live],
-                        truncated[:, live],
-                    )
+                opponent = Rollout(
+                    opponent_obs,
+                    StochasticAction(action, log_prob),
+                    -rollout.reward[:, live],
+                    mirror_observation(cast(Tensor, rollout.next_obs)[:, live]),
+                    rollout.terminated[:, live],
+                    rollout.truncated[:, live],
                 )
+                sides.append(self.one_side(opponent))
         return TrainingBatch.cat(sides)
 
-    def one_side(
-        self,
-        obs: Tensor,
-        action: Tensor,
-        log_prob: Tensor,
-        reward: Tensor,
-        next_obs: Tensor,
-        terminated: Tensor,
-        truncated: Tensor,
-    ) -> TrainingBatch:
+    def one_side(self, rollout: Rollout[StochasticAction]) -> TrainingBatch:
         """One player's ``[T, B]`` steps as flat ``[T * B]`` data, with GAE and returns."""
+        obs, next_obs = cast(Tensor, rollout.obs), cast(Tensor, rollout.next_obs)  # [T, B, 10]
         value = self.critic(obs)
         # V(next_obs): where the match went on, next_obs[t] is obs[t + 1], valued already
         next_value = torch.cat([value[1:], self.critic(next_obs[-1:])])
-        ended = terminated | truncated
-        next_value[ended] = self.critic(next_obs[ended])  # the final observations
+        next_value[rollout.done] = self.critic(next_obs[rollout.done])  # the final observations
+        config = self.config
         advantages = gae_advantages(
-            reward,
+            rollout.reward,
             value,
             next_value,
-            terminated,
-            truncated,
-            self.config.gamma,
-            self.config.gae_lambda,
+            rollout.terminated,
+            rollout.truncated,
+            config.gamma,
+            config.gae_lambda,
         )
-        batch = TrainingBatch(obs, action, log_prob, advantages, advantages + value, value)
+        action, returns = rollout.action, advantages + value
+        batch = TrainingBatch(obs, action.value, action.log_prob, advantages, returns, value)
         return batch.flatten_leading(2)
 
     def average_weights(self) -> None:

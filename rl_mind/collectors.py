@@ -42,7 +42,6 @@ from rl_mind.env import (
     _FLOAT32,
     VecEnv,
     _stack_rows,
-    _take_rows_np,
     _tensor,
     _tree_map,
     _with_final_rows,
@@ -320,8 +319,6 @@ class _Collector(Generic[ActionT]):
         self._obs_np: Any = None
         self._obs: Observation | None = None
         self._last_action: Any = None  # (collect(1): the type of an action of no rows)
-        # collect(1): what the next call acts on (see TransitionCollector._ready_one)
-        self._ready: tuple[Any, np.ndarray | None, np.ndarray | None, Observation] | None = None
         self._stats = _EpisodeStats(env.num_envs)
 
     @property
@@ -335,7 +332,6 @@ class _Collector(Generic[ActionT]):
         return self._stats.read()[1]
 
     def _reset(self) -> Observation:
-        self._ready = None
         self._obs_np = self.env._reset_arrays()
         self._obs = self.env._convert(self._obs_np)
         return self._obs
@@ -352,7 +348,6 @@ class _Collector(Generic[ActionT]):
         None; call its ``finish`` after the last step). Per step: the actor, the
         environment and a few list appends, nothing else."""
         env = self.env
-        self._ready = None  # (collect(1)'s prepared input goes stale with the first step)
         if self._obs_np is None:
             self._reset()
         obs = self._obs if self._obs is not None else env._convert(self._obs_np)
@@ -461,75 +456,48 @@ class TransitionCollector(_Collector[ActionT]):
         )
 
     def _collect_one(self) -> Transitions[ActionT]:
-        """``collect(1)``, the usual off-policy pattern: no recording arrays, and what the
-        next call acts on prepared at the end of this one (see :meth:`_ready_one`).
+        """``collect(1)``, the usual off-policy pattern, without recording arrays.
 
         In next-step mode, the copies that ended at the last step only reset at this one:
         they ignore their action and their rows are not transitions. The actor acts for
         the other copies only, so that nothing is computed to be dropped."""
         env = self.env
-        ready = self._ready
-        # (collect(n) and resets drop it; the check of its source is a second guard)
-        if ready is None or ready[0] is not self._obs_np:
-            ready = self._ready_one()
-        _, keep, valid, obs = ready
-        convert = env._convert
-        # (with no row to act for, the actor is asked about none only until the type of its
-        # action is known: the empty action is then taken from its last one)
+        if self._obs_np is None:
+            self._reset()
+        obs_np = self._obs_np
+        resetting = env._reset_pending()  # (None in same-step mode and after a reset)
+        keep = valid = None
+        if resetting is not None and np.count_nonzero(resetting):
+            valid = np.logical_not(resetting)
+            keep = valid.nonzero()[0]
+            obs = env._convert(obs_np, keep)
+        else:
+            obs = self._obs if self._obs is not None else env._convert(obs_np)
         if keep is None or len(keep) or self._last_action is None:
-            probe = self._device_probe  # (the usual case first, without a call)
-            on_cpu = probe is None or (probe.is_cpu and convert.on_cpu)
-            device = None if on_cpu else self._actor_device()
+            device = self._actor_device()
             with torch.no_grad():
                 action = self.actor(obs if device is None else obs.to(device))
             if not isinstance(action, Action):
                 _not_an_action(action)
             self._last_action = action
-        else:  # every copy resets: nothing to act for
+        else:  # every copy resets: nothing to act for (the action of no rows, of its type)
             action = _take_rows(self._last_action, np.empty(0, np.intp))
-        next_np, reward_np, terminated_np, truncated_np, final = env._step_arrays(action, keep)
-        self._obs_np = next_np
-        ended = terminated_np | truncated_np
-        # plain observations (one array that torch.from_numpy converts as it is) need no
-        # converter
-        plain = type(next_np) is np.ndarray and next_np.dtype is convert.plain_dtype
-        if keep is not None:  # (next-step mode: no final observations to put back)
-            reward, terminated = reward_np.take(keep), terminated_np.take(keep)
-            next_rows = _take_rows_np(next_np, keep) if plain else convert.take(next_np, keep)
+        next_np, reward, terminated, truncated, final = env._step_arrays(action, keep)
+        self._obs_np, self._obs = next_np, None
+        self._stats.push(reward, terminated | truncated, valid)
+        if keep is None:
+            self.steps += env.num_envs
+            # the rewards are queued: the returned ones must not share their memory
+            reward = reward.copy()
+            if final is None:  # the next call acts on these observations
+                next_obs = self._obs = env._convert(next_np)
+            else:
+                next_obs = env._convert(_with_final_rows(next_np, final))
+        else:
             self.steps += len(keep)
-        else:
-            reward, terminated = reward_np, terminated_np
-            next_rows = None if final is None else _with_final_rows(next_np, final)
-            self.steps += env._num_envs
-            reward_np = reward_np.copy()  # (the returned rewards may share its memory)
-        self._stats.push(reward_np, ended, valid)
-        # next-step mode: the copies that reset at the next step (with many copies, some
-        # reset at most steps: no count first), and the rows of the others
-        next_keep = next_valid = act_rows = None
-        if not env._same_step_reset and (env._num_envs > 16 or np.count_nonzero(ended)):
-            next_valid = np.logical_not(ended)
-            next_keep = next_valid.nonzero()[0]
-            act_rows = (
-                _take_rows_np(next_np, next_keep) if plain else convert.take(next_np, next_keep)
-            )
-        fresh = torch.from_numpy if plain else convert.fresh
-        if next_rows is None:  # (the converter's copy check, written out when plain)
-            full_plain = plain and next_np.flags.writeable
-            next_obs = self._obs = torch.from_numpy(next_np) if full_plain else convert(next_np)
-        else:
-            next_obs = fresh(next_rows)
-            self._obs = None  # (converted when needed)
-        if act_rows is None:
-            if self._obs is None:
-                self._obs = convert(next_np)
-            self._ready = (next_np, None, None, self._obs)
-        else:
-            self._ready = (next_np, next_keep, next_valid, fresh(act_rows))
-        if plain and reward.dtype is _FLOAT32 and terminated.dtype is _BOOL:
-            return Transitions._trusted(
-                obs, action, torch.from_numpy(reward), next_obs, torch.from_numpy(terminated)
-            )
-        device = None if convert.on_cpu else env.device
+            reward, terminated = reward.take(keep), terminated.take(keep)
+            next_obs = env._convert(next_np, keep)
+        device = None if env._convert.on_cpu else env.device
         return Transitions._trusted(
             obs,
             action,
@@ -537,25 +505,6 @@ class TransitionCollector(_Collector[ActionT]):
             next_obs,
             _tensor(terminated, _BOOL, device),
         )
-
-    def _ready_one(self) -> tuple[Any, np.ndarray | None, np.ndarray | None, Observation]:
-        """What ``collect(1)`` acts on, when the last call did not prepare it (the first
-        call, or after ``collect(n)``, a reset or an error): ``(obs_np, keep, valid, obs)``,
-        the numpy observations it was made from; in next-step mode the copies that do not
-        reset at this step (``keep``, the indices of the True entries of ``valid``; None
-        when all of them); and the observations of these copies as the actor's input."""
-        env = self.env
-        if self._obs_np is None:
-            self._reset()
-        obs_np = self._obs_np
-        reset_rows = None if env._same_step_reset else env._ended()
-        if reset_rows is not None and np.count_nonzero(reset_rows):
-            valid = np.logical_not(reset_rows)
-            keep = valid.nonzero()[0]
-            return obs_np, keep, valid, env._convert.rows(obs_np, keep)
-        if self._obs is None:
-            self._obs = env._convert(obs_np)
-        return obs_np, None, None, self._obs
 
 
 class RolloutCollector(_Collector[ActionT]):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
 
@@ -164,24 +163,6 @@ def _is_batched(field: dataclasses.Field[Any]) -> bool:
     return not field.metadata.get("unbatched", False)
 
 
-def _trusted_constructor(cls: type, names: list[str]) -> Callable[..., Any]:
-    """A function ``(value_0, value_1, ...) -> cls`` that stores the values under
-    ``names`` without calling ``__init__`` (for ``TensorStruct._trusted``): straight into
-    the instance's ``__dict__`` (frozen: ``__setattr__`` refuses), through the slot of a
-    ``slots=True`` field."""
-    lines = ["s = _new(_cls)", "d = s.__dict__"]
-    for i, name in enumerate(names):
-        if isinstance(getattr(cls, name, None), types.MemberDescriptorType):  # a slot
-            lines.append(f"_set(s, {name!r}, _{i})")
-        else:
-            lines.append(f"d[{name!r}] = _{i}")
-    params = ", ".join(f"_{i}" for i in range(len(names)))
-    body = "\n    ".join([*lines, "return s"])
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_set": object.__setattr__}
-    exec(f"def _trusted({params}):\n    {body}\n", namespace)  # noqa: S102
-    return namespace["_trusted"]  # type: ignore[no-any-return]
-
-
 @dataclasses.dataclass(frozen=True)
 class TensorStruct:
     """Base class of frozen dataclasses of tensors with tensor-like operations.
@@ -242,23 +223,16 @@ class TensorStruct:
     # ------------------------------------------------------------------ construction
     @classmethod
     def _trusted(cls, *values: Any) -> Self:
-        """Build from field values in order, without the leading-size check.
-
-        For the package's hot paths (one call per environment step) whose inputs are
-        consistent by construction; user code goes through the checked constructor.
-        """
-        # The first call for a class replaces this method, on the class itself, by a
-        # constructor written for its fields (as dataclasses write ``__init__``): a
-        # collector builds a struct at every step, and the generic loop over the names
-        # costs twice as much. Every subclass gets its own (``__init_subclass__``).
-        make = _trusted_constructor(cls, [name for name, _ in cls._fields()])
-        cls._trusted = staticmethod(make)  # type: ignore[method-assign, assignment]
-        return make(*values)  # type: ignore[no-any-return]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # a subclass must not inherit its parent's constructor (see _trusted)
-        cls._trusted = TensorStruct.__dict__["_trusted"]  # type: ignore[method-assign]
+        """Build from field values in order, without the leading-size check: for the
+        package's own structs whose fields agree by construction (a slice, a stack of checked
+        structs, a step's rows); user code goes through the checked constructor."""
+        fields = cls._fields()
+        if len(values) != len(fields):
+            raise TypeError(f"{cls.__name__} has {len(fields)} fields, got {len(values)} values")
+        struct = object.__new__(cls)
+        for (name, _batched), value in zip(fields, values):
+            object.__setattr__(struct, name, value)  # (frozen: plain assignment refuses)
+        return struct
 
     def _replace_fields(self, fn: Callable[[str, bool, Any], Any]) -> Self:
         values = {name: fn(name, batched, getattr(self, name)) for name, batched in self._fields()}

@@ -15,7 +15,6 @@ truncations.
 from __future__ import annotations
 
 import dataclasses
-import math
 import operator
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar, overload
@@ -125,10 +124,6 @@ class Rollout(TensorStruct, Generic[ActionT]):
 
 StructT = TypeVar("StructT", bound=TensorStruct)
 
-# ReplayBuffer.add of one transition: fields of at most this many numbers an item are
-# written through Python scalars (larger ones through a numpy view of the tensor)
-_SMALL_ITEM = 16
-
 
 def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list[str], list[str]]:
     """Dotted paths, in field order, of every batched tensor, every nested batched struct,
@@ -196,6 +191,24 @@ def _rebuild(template: StructT, leaves: Iterator[Tensor]) -> StructT:
     return type(template)._trusted(*values)
 
 
+def _numpy_view(tensor: Tensor) -> Tensor | np.ndarray:
+    """A numpy view of a CPU tensor (the same memory), or the tensor itself when it is on
+    another device or of a dtype numpy lacks (bfloat16)."""
+    if tensor.device.type != "cpu":
+        return tensor
+    try:
+        return tensor.numpy()
+    except TypeError:
+        return tensor
+
+
+def _as_numpy(tensor: Tensor) -> np.ndarray:
+    """The values of a tensor (of a dtype numpy has) as a numpy array, shared when it can be."""
+    if tensor.requires_grad or not tensor.is_cpu:
+        tensor = tensor.detach().cpu()
+    return tensor.numpy()
+
+
 def _to_device(value: Any, device: torch.device) -> Any:
     """A tensor or struct moved to ``device``; anything else as it is."""
     return value.to(device) if isinstance(value, Tensor | TensorStruct) else value
@@ -234,13 +247,9 @@ class ReplayBuffer(Generic[ActionT]):
         self.device = _checked_device(device, "ReplayBuffer")
         self._template: Transitions[ActionT] | None = None
         self._storage: list[Tensor] = []
-        # numpy views of a CPU storage, which small writes go through
-        self._arrays: list[np.ndarray] | None = None
-        self._array_layout: list[tuple[tuple[int, ...], np.dtype[Any]]] = []
-        # an add of one transition whose fields are all small (see _add_one): the shape
-        # ([1, ...]) and dtype of each field
-        self._one_row: list[tuple[torch.Size, torch.dtype]] | None = None
+        self._targets: list[Tensor | np.ndarray] = []  # what add writes into (see _allocate)
         self._layout: list[tuple[tuple[int, ...], torch.dtype]] = []
+        self._expected: list[tuple[tuple[int, ...], torch.dtype, bool]] = []
         self._leaf_names: list[str] = []
         self._get_leaves: Callable[[Any], tuple[Any, ...]] = _getter([])
         self._get_nodes: Callable[[Any], tuple[Any, ...]] = _getter([])
@@ -274,54 +283,57 @@ class ReplayBuffer(Generic[ActionT]):
         self._get_fixed = get_fixed
         self._node_types = tuple(type(node) for node in self._get_nodes(transitions))
         self._layout = [(tuple(t.shape[1:]), t.dtype) for t in leaves]
+        self._expected = [(shape, dtype, False) for shape, dtype in self._layout]  # (not meta)
         self._storage = [
             torch.empty((self.capacity, *shape), dtype=dtype, device=self.device)
             for shape, dtype in self._layout
         ]
-        self._arrays = None
-        if self.device.type == "cpu":
-            try:
-                self._arrays = [store.numpy() for store in self._storage]
-            except TypeError:  # a dtype numpy lacks (bfloat16): use the torch path
-                self._arrays = None
-            else:  # what an add's numpy views must match: per-item shape and dtype
-                self._array_layout = [(array.shape[1:], array.dtype) for array in self._arrays]
-        self._one_row = None
-        if self._arrays is not None and all(
-            math.prod(shape) <= _SMALL_ITEM for shape, _ in self._layout
-        ):
-            self._one_row = [(torch.Size((1, *shape)), dtype) for shape, dtype in self._layout]
+        # on the CPU, adds write through numpy views of the storage (numpy writes a few rows
+        # for less than torch does); elsewhere, or for a dtype numpy lacks, into the tensors
+        self._targets = [_numpy_view(store) for store in self._storage]
         # what sample rebuilds: the batched tensors come from the storage, the unbatched
         # fields from here, moved to the buffer's device too
         template = _unbatched_to(transitions, self.device) if fixed_paths else transitions
         self._fixed_values = self._get_fixed(template)
         self._template = template
 
-    def _check(self, transitions: Transitions[ActionT], leaves: tuple[Tensor, ...]) -> None:
-        template = self._template
-        if template is None:
-            return
-        if type(transitions) is not type(template) or (
-            tuple(type(node) for node in self._get_nodes(transitions)) != self._node_types
-        ):
+    def _check(self, transitions: Transitions[ActionT], template: Transitions[ActionT]) -> None:
+        """An add must carry the struct types, per-item shapes and dtypes of the first one
+        (``template``), tensors holding values, and its unbatched fields."""
+        try:
+            same_types = type(transitions) is type(template) and (
+                tuple(map(type, self._get_nodes(transitions))) == self._node_types
+            )
+        except AttributeError:  # (a nested struct of another type lacks a field)
+            same_types = False
+        if not same_types:
             raise TypeError(
                 f"ReplayBuffer stores {type(template).__name__} with "
                 f"{type(template.action).__name__}, got {type(transitions).__name__} with "
                 f"{type(transitions.action).__name__} (or different observation fields)"
             )
+        leaves = self._get_leaves(transitions)
+        try:  # (one comparison; on a mismatch, the loop below says which field is wrong)
+            fits = [(leaf.shape[1:], leaf.dtype, leaf.is_meta) for leaf in leaves] == self._expected
+        except AttributeError:  # a field that is not a tensor
+            fits = False
         for name, leaf, (shape, dtype) in zip(self._leaf_names, leaves, self._layout):
+            if fits:
+                break
             if not isinstance(leaf, Tensor):  # (as at the first add)
                 raise TypeError(
                     f"ReplayBuffer.add: field {name!r} is a {type(leaf).__name__}, expected "
                     f"a tensor (convert it with torch.as_tensor)"
                 )
             _refuse_meta(leaf, name)
-            if tuple(leaf.shape[1:]) != shape or leaf.dtype != dtype:
+            if leaf.shape[1:] != shape or leaf.dtype != dtype:
                 raise ValueError(
                     f"ReplayBuffer: field {name!r} has per-item shape {list(leaf.shape[1:])} "
                     f"and dtype {leaf.dtype}, but the buffer stores {list(shape)} {dtype} (set "
                     f"by the first add)"
                 )
+        if self._fixed_names:
+            self._check_fixed(transitions)
 
     def _check_fixed(self, transitions: Transitions[ActionT]) -> None:
         """Unbatched fields must be those of the first add (they are stored once)."""
@@ -351,81 +363,28 @@ class ReplayBuffer(Generic[ActionT]):
             )
         if self._template is None:
             self._allocate(transitions)
-        elif self._fixed_names:
-            self._check_fixed(transitions)
-        try:
-            leaves = self._get_leaves(transitions)
-        except AttributeError:
-            leaves = ()
-        arrays = self._arrays
-        if arrays is not None and leaves:
-            if self._one_row is not None and self._add_one(transitions, arrays, leaves):
-                return
-            # fast path: numpy views of CPU tensors, checked on the numpy side
-            try:
-                incoming = [leaf.numpy() for leaf in leaves]
-            except (AttributeError, RuntimeError, TypeError):
-                incoming = None
-            if (
-                incoming is not None
-                and [(new.shape[1:], new.dtype) for new in incoming] == self._array_layout
-                and type(transitions) is type(self._template)
-                and tuple(map(type, self._get_nodes(transitions))) == self._node_types
-            ):
-                self._write(arrays, incoming, incoming[0].shape[0])
-                return
-        self._check(transitions, leaves)
-        n = leaves[0].shape[0]
-        self._write(self._storage, [leaf.detach().to(self.device) for leaf in leaves], n)
-
-    def _add_one(
-        self, transitions: Transitions[ActionT], arrays: list[np.ndarray], leaves: tuple[Any, ...]
-    ) -> bool:
-        """Write ``transitions`` if it holds one transition of the stored layout (then
-        True; else False, and nothing is written). The fields are small (at most
-        ``_SMALL_ITEM`` numbers an item): each goes through ``tolist`` (exact for every
-        dtype numpy stores) and a numpy row write."""
-        if type(transitions) is not type(self._template) or (
-            tuple(map(type, self._get_nodes(transitions))) != self._node_types
-        ):
-            return False
-        values = []
-        try:
-            for leaf, (shape, dtype) in zip(leaves, self._one_row or ()):
-                if leaf.dtype is not dtype or leaf.shape != shape:
-                    return False
-                values.append(leaf.tolist()[0])  # (all read before any write)
-        except (AttributeError, NotImplementedError):
-            return False  # not a tensor, or one on the meta device: the full check says so
-        position = self._position
-        for array, value in zip(arrays, values):  # (checked: no write can fail)
-            array[position] = value
-        self._position = (position + 1) % self.capacity
-        self._size = min(self._size + 1, self.capacity)
-        return True
-
-    def _write(self, stores: list[Any], leaves: list[Any], n: int) -> None:
-        if n == 0:
-            return
-        capacity = self.capacity
-        if n > capacity:  # keep the newest `capacity` items
-            leaves = [leaf[n - capacity :] for leaf in leaves]
-            n = capacity
-        start = self._position
-        end = start + n
-        if n == 1:
-            for store, leaf in zip(stores, leaves):
-                store[start] = leaf[0]
-        elif end <= capacity:
-            for store, leaf in zip(stores, leaves):
-                store[start:end] = leaf
         else:
-            first = capacity - start
-            for store, leaf in zip(stores, leaves):
-                store[start:] = leaf[:first]
-                store[: n - first] = leaf[first:]
-        self._position = end % capacity
-        self._size = min(self._size + n, capacity)
+            self._check(transitions, self._template)
+        leaves = self._get_leaves(transitions)
+        n = leaves[0].shape[0]
+        if n > self.capacity:  # keep the newest `capacity` items
+            leaves = tuple(leaf[n - self.capacity :] for leaf in leaves)
+            n = self.capacity
+        values: list[Any] = [
+            _as_numpy(leaf) if isinstance(target, np.ndarray) else leaf.detach().to(self.device)
+            for target, leaf in zip(self._targets, leaves)
+        ]
+        start = self._position
+        if start + n <= self.capacity:
+            for target, value in zip(self._targets, values):
+                target[start : start + n] = value
+        else:  # the rows past the end go round to the start
+            first = self.capacity - start
+            for target, value in zip(self._targets, values):
+                target[start:] = value[:first]
+                target[: n - first] = value[first:]
+        self._position = (start + n) % self.capacity
+        self._size = min(self._size + n, self.capacity)
 
     def sample(
         self, batch_size: int, generator: torch.Generator | None = None

@@ -101,14 +101,10 @@ class _Converter:
     """numpy (gymnasium) observations -> torch, for one observation space."""
 
     def __init__(self, space: spaces.Space[Any], device: torch.device) -> None:
-        self.space = space
         self.device = device
         self.on_cpu = device.type == "cpu"
-        self.is_dict = isinstance(space, spaces.Dict)
         self.dtype: torch.dtype | None = None
-        # the numpy dtype of observations that torch.from_numpy alone converts (None: no
-        # such dtype, for Dict spaces and off the CPU), for the shortcut of collect(1)
-        self.plain_dtype: np.dtype[Any] | None = None
+        self.children: dict[str, _Converter] | None = None  # (Dict spaces: one per key)
         if isinstance(space, spaces.Dict):
             self.children = {key: _Converter(sub, device) for key, sub in space.spaces.items()}
             self.struct = _dict_struct_class(tuple(space.spaces))
@@ -121,46 +117,18 @@ class _Converter:
                 f"VecEnv supports Box, Discrete, MultiDiscrete, MultiBinary and Dict "
                 f"observation spaces, got {space}"
             )
-        if self.on_cpu and not self.is_dict:
-            self.plain_dtype = (
-                np.dtype(space.dtype)  # type: ignore[arg-type]
-                if self.dtype is None
-                else np.dtype(np.float32 if self.dtype is torch.float32 else np.int64)
-            )
 
-    def __call__(self, batch: Any) -> Observation:
-        if self.is_dict:
-            return self.struct(**{key: conv(batch[key]) for key, conv in self.children.items()})
-        if type(batch) is not np.ndarray or not batch.flags.writeable:
+    def __call__(self, batch: Any, rows: np.ndarray | None = None) -> Observation:
+        """``batch`` as a tensor (or struct), or only its ``rows`` (a 1-d int array)."""
+        if self.children is not None:
+            values = {key: convert(batch[key], rows) for key, convert in self.children.items()}
+            return self.struct(**values)
+        if rows is not None:
+            batch = _take_rows_np(np.asarray(batch), rows)  # (a copy)
+        elif type(batch) is not np.ndarray or not batch.flags.writeable:
             batch = np.array(batch)  # a copy we own (gymnasium may reuse its buffers)
         tensor = torch.from_numpy(batch)
         if self.dtype is not None and tensor.dtype is not self.dtype:  # (dtypes are singletons)
-            tensor = tensor.to(self.dtype)
-        if not self.on_cpu:
-            tensor = tensor.to(self.device)
-        return tensor
-
-    def rows(self, batch: Any, rows: np.ndarray) -> Observation:
-        """The ``rows`` (a 1-d int array) of numpy observations, as a tensor (or struct):
-        ``self(batch[rows])`` with the take as the only copy (:meth:`take`, then
-        :meth:`fresh`)."""
-        return self.fresh(self.take(batch, rows))
-
-    def take(self, batch: Any, rows: np.ndarray) -> Any:
-        """The ``rows`` (a 1-d int array) of numpy observations, as fresh numpy arrays
-        (see :func:`_take_rows_np`)."""
-        if self.is_dict:
-            return {key: conv.take(batch[key], rows) for key, conv in self.children.items()}
-        return _take_rows_np(batch if type(batch) is np.ndarray else np.asarray(batch), rows)
-
-    def fresh(self, batch: Any) -> Observation:
-        """``self(batch)`` of numpy observations that nothing else holds (as :meth:`take`
-        returns): converted without the copy check."""
-        if self.is_dict:
-            children = self.children.items()
-            return self.struct(**{key: conv.fresh(batch[key]) for key, conv in children})
-        tensor = torch.from_numpy(batch)
-        if self.dtype is not None and tensor.dtype is not self.dtype:
             tensor = tensor.to(self.dtype)
         return tensor if self.on_cpu else tensor.to(self.device)
 
@@ -771,13 +739,10 @@ class VecEnv:
 
     def _reset_pending(self) -> np.ndarray | None:
         """Next-step mode: ``[B]`` bool, the copies whose next step is an auto-reset (they
-        ended at the last step); None when there are none to know of."""
-        return None if self._same_step_reset else self._ended()
-
-    def _ended(self) -> np.ndarray | None:
-        """``[B]`` bool, the copies whose episode ended at the last step (None after a
-        reset); computed once per step."""
-        if self._last_done is None and self._last_flags is not None:
+        ended at the last step); None in same-step mode and after a reset."""
+        if self._same_step_reset or self._last_flags is None:
+            return None
+        if self._last_done is None:  # (computed once per step, when first asked for)
             self._last_done = self._last_flags[0] | self._last_flags[1]
         return self._last_done
 

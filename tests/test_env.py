@@ -125,13 +125,13 @@ def test_taking_rows_of_numpy_observations_on_every_memory_layout(layout):
         "one-dimensional": batch[:, 0].copy(),
     }[layout]
     rows = np.array([4, 0, 2])
-    taken = convert.rows(batch, rows)
+    taken = convert(batch, rows)
     assert taken.dtype == torch.float32  # converted as the whole batch would be
     assert torch.equal(taken, convert(batch)[torch.from_numpy(rows)])
     batch[...] = -1  # a copy: the taken rows share nothing with the batch
     assert (taken != -1).all()
     dict_convert = _Converter(spaces.Dict({"a": space, "b": spaces.Discrete(3)}), convert.device)
-    taken_dict = dict_convert.rows({"a": batch, "b": np.arange(5)}, rows)
+    taken_dict = dict_convert({"a": batch, "b": np.arange(5)}, rows)
     assert torch.equal(taken_dict.b, torch.tensor([4, 0, 2]))
     assert taken_dict.a.shape == (3, *space.shape)
 

@@ -62,14 +62,14 @@ def _check_count(name: str, n: int) -> int:
 
 def _joined(items: list[Any], keep: np.ndarray | None = None, *, stacked: bool = False) -> Any:
     """Per-step ``[B, ...]`` tensors or structs (actions) joined: concatenated into the
-    ``[T*B, ...]`` rows (only the flat rows ``keep`` when given, taken through numpy: see
-    :func:`_take_rows`), or ``stacked`` into ``[T, B, ...]``; one pass over the fields."""
+    ``[T*B, ...]`` rows (only the flat rows ``keep`` when given), or ``stacked`` into
+    ``[T, B, ...]``; one pass over the fields."""
 
     def join(column: list[Tensor]) -> Tensor:
         if stacked:
             return torch.stack(column)
         joined = torch.cat(column)
-        return joined if keep is None else _take_tensor_rows(joined, keep)
+        return joined if keep is None else _take_rows(joined, keep)
 
     first = items[0]
     if isinstance(first, Tensor):
@@ -287,20 +287,13 @@ def _flat_rows(array: np.ndarray, n: int, rows: np.ndarray | None) -> np.ndarray
     return array.reshape(-1, *array.shape[2:]).take(rows, 0)
 
 
-def _take_tensor_rows(tensor: Tensor, rows: np.ndarray) -> Tensor:
-    """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor (a copy), through numpy on the
-    CPU."""
-    try:
-        return torch.from_numpy(tensor.numpy().take(rows, 0))
-    except (RuntimeError, TypeError):  # on a GPU, with gradients, or a dtype numpy lacks
-        return tensor.index_select(0, torch.from_numpy(rows).to(tensor.device))
-
-
 def _take_rows(data: Any, rows: np.ndarray) -> Any:
     """The ``rows`` (a 1-d int array) of a ``[N, ...]`` tensor or struct (copies)."""
-    if isinstance(data, Tensor):
-        return _take_tensor_rows(data, rows)
-    return data._apply_batched(lambda tensor: _take_tensor_rows(tensor, rows))
+
+    def take(tensor: Tensor) -> Tensor:
+        return tensor.index_select(0, torch.from_numpy(rows).to(tensor.device))
+
+    return take(data) if isinstance(data, Tensor) else data._apply_batched(take)
 
 
 class _Collector(Generic[ActionT]):
@@ -319,6 +312,9 @@ class _Collector(Generic[ActionT]):
         self._obs_np: Any = None
         self._obs: Observation | None = None
         self._last_action: Any = None  # (collect(1): the type of an action of no rows)
+        # next-step mode: the copies that ended at the last step, which the next one resets
+        # (None: none, or same-step mode)
+        self._resetting: np.ndarray | None = None
         self._stats = _EpisodeStats(env.num_envs)
 
     @property
@@ -332,6 +328,7 @@ class _Collector(Generic[ActionT]):
         return self._stats.read()[1]
 
     def _reset(self) -> Observation:
+        self._resetting = None
         self._obs_np = self.env._reset_arrays()
         self._obs = self.env._convert(self._obs_np)
         return self._obs
@@ -352,13 +349,14 @@ class _Collector(Generic[ActionT]):
             self._reset()
         obs = self._obs if self._obs is not None else env._convert(self._obs_np)
         if recording is None:
-            recording = _Recording(self._obs_np, env._reset_pending())
+            recording = _Recording(self._obs_np, self._resetting)
         step, convert, actor = env._step_arrays, env._convert, self.actor
         device = self._actor_device()
         obs_steps, reward_steps = recording.obs_steps, recording.reward_steps
         terminated_steps, truncated_steps = recording.terminated_steps, recording.truncated_steps
         actions, finals = recording.actions, recording.finals
         obs_np = self._obs_np
+        flags = None  # (terminated, truncated) of the last step taken
         start = recording.length
         try:
             with torch.no_grad():
@@ -367,6 +365,7 @@ class _Collector(Generic[ActionT]):
                     if not isinstance(action, Action):
                         _not_an_action(action)
                     obs_np, reward, terminated, truncated, final = step(action)
+                    flags = terminated, truncated
                     obs_steps.append(obs_np)
                     reward_steps.append(reward)
                     terminated_steps.append(terminated)
@@ -379,10 +378,18 @@ class _Collector(Generic[ActionT]):
             # act next on what the environment last returned (converted again: an interrupt
             # may have come before its conversion)
             self._obs, self._obs_np = None, obs_np
+            self._note_ends(flags)
             self._count_lost(recording)
             raise
         self._obs, self._obs_np = obs, obs_np
+        self._note_ends(flags)
         return recording
+
+    def _note_ends(self, flags: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """After steps whose last one ended the episodes ``flags`` (None: no step taken):
+        in next-step mode, the next step resets those copies."""
+        if flags is not None and not self.env.same_step_reset:
+            self._resetting = flags[0] | flags[1]
 
     def _count_lost(self, recording: _Recording) -> None:
         """After an error in the middle of a collect (the actor's, an interrupt): the steps
@@ -465,7 +472,7 @@ class TransitionCollector(_Collector[ActionT]):
         if self._obs_np is None:
             self._reset()
         obs_np = self._obs_np
-        resetting = env._reset_pending()  # (None in same-step mode and after a reset)
+        resetting = self._resetting
         keep = valid = None
         if resetting is not None and np.count_nonzero(resetting):
             valid = np.logical_not(resetting)
@@ -484,7 +491,10 @@ class TransitionCollector(_Collector[ActionT]):
             action = _take_rows(self._last_action, np.empty(0, np.intp))
         next_np, reward, terminated, truncated, final = env._step_arrays(action, keep)
         self._obs_np, self._obs = next_np, None
-        self._stats.push(reward, terminated | truncated, valid)
+        ended = terminated | truncated
+        self._stats.push(reward, ended, valid)
+        if not env.same_step_reset:
+            self._resetting = ended
         if keep is None:
             self.steps += env.num_envs
             # the rewards are queued: the returned ones must not share their memory

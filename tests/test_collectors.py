@@ -607,7 +607,7 @@ def test_collectors_check_their_env_and_actor():
 
 
 def test_taking_rows_of_tensors_numpy_cannot_view():
-    """Reset rows are dropped through numpy; tensors it cannot view take torch's path."""
+    """Reset rows are dropped from any tensor: with gradients, or of a dtype numpy lacks."""
     rows = np.array([2, 0])
     value = torch.tensor([5, 6, 7])
     with_grad = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -620,8 +620,8 @@ def test_taking_rows_of_tensors_numpy_cannot_view():
 
 
 def test_joining_the_actions_of_the_steps():
-    """Per-step actions are joined field by field, rows dropped through numpy, or through
-    torch for tensors numpy cannot view: what torch.cat / torch.stack and an index give."""
+    """Per-step actions are joined field by field, rows dropped (also of a dtype numpy lacks):
+    what torch.cat / torch.stack and an index give."""
     steps = [
         StochasticAction(torch.tensor([1, 2]), torch.tensor([0.5, 0.25])),
         StochasticAction(torch.tensor([3, 4]), torch.tensor([0.125, 1.0])),

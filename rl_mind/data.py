@@ -249,7 +249,7 @@ class ReplayBuffer(Generic[ActionT]):
         self._storage: list[Tensor] = []
         self._targets: list[Tensor | np.ndarray] = []  # what add writes into (see _allocate)
         self._layout: list[tuple[tuple[int, ...], torch.dtype]] = []
-        self._expected: list[tuple[tuple[int, ...], torch.dtype, bool]] = []
+        self._item_layout: list[tuple[Any, Any]] = []  # (shape, dtype) of a target's item
         self._leaf_names: list[str] = []
         self._get_leaves: Callable[[Any], tuple[Any, ...]] = _getter([])
         self._get_nodes: Callable[[Any], tuple[Any, ...]] = _getter([])
@@ -283,7 +283,6 @@ class ReplayBuffer(Generic[ActionT]):
         self._get_fixed = get_fixed
         self._node_types = tuple(type(node) for node in self._get_nodes(transitions))
         self._layout = [(tuple(t.shape[1:]), t.dtype) for t in leaves]
-        self._expected = [(shape, dtype, False) for shape, dtype in self._layout]  # (not meta)
         self._storage = [
             torch.empty((self.capacity, *shape), dtype=dtype, device=self.device)
             for shape, dtype in self._layout
@@ -291,15 +290,18 @@ class ReplayBuffer(Generic[ActionT]):
         # on the CPU, adds write through numpy views of the storage (numpy writes a few rows
         # for less than torch does); elsewhere, or for a dtype numpy lacks, into the tensors
         self._targets = [_numpy_view(store) for store in self._storage]
+        self._item_layout = [(target.shape[1:], target.dtype) for target in self._targets]
         # what sample rebuilds: the batched tensors come from the storage, the unbatched
         # fields from here, moved to the buffer's device too
         template = _unbatched_to(transitions, self.device) if fixed_paths else transitions
         self._fixed_values = self._get_fixed(template)
         self._template = template
 
-    def _check(self, transitions: Transitions[ActionT], template: Transitions[ActionT]) -> None:
-        """An add must carry the struct types, per-item shapes and dtypes of the first one
-        (``template``), tensors holding values, and its unbatched fields."""
+    def _check_types(
+        self, transitions: Transitions[ActionT], template: Transitions[ActionT]
+    ) -> None:
+        """An add must carry the struct types of the first one (``template``) and its
+        unbatched fields."""
         try:
             same_types = type(transitions) is type(template) and (
                 tuple(map(type, self._get_nodes(transitions))) == self._node_types
@@ -312,14 +314,12 @@ class ReplayBuffer(Generic[ActionT]):
                 f"{type(template.action).__name__}, got {type(transitions).__name__} with "
                 f"{type(transitions.action).__name__} (or different observation fields)"
             )
-        leaves = self._get_leaves(transitions)
-        try:  # (one comparison; on a mismatch, the loop below says which field is wrong)
-            fits = [(leaf.shape[1:], leaf.dtype, leaf.is_meta) for leaf in leaves] == self._expected
-        except AttributeError:  # a field that is not a tensor
-            fits = False
+        if self._fixed_names:
+            self._check_fixed(transitions)
+
+    def _refuse(self, leaves: tuple[Any, ...]) -> None:
+        """Raise the error that says which field does not fit the storage, and why."""
         for name, leaf, (shape, dtype) in zip(self._leaf_names, leaves, self._layout):
-            if fits:
-                break
             if not isinstance(leaf, Tensor):  # (as at the first add)
                 raise TypeError(
                     f"ReplayBuffer.add: field {name!r} is a {type(leaf).__name__}, expected "
@@ -332,8 +332,7 @@ class ReplayBuffer(Generic[ActionT]):
                     f"and dtype {leaf.dtype}, but the buffer stores {list(shape)} {dtype} (set "
                     f"by the first add)"
                 )
-        if self._fixed_names:
-            self._check_fixed(transitions)
+        raise ValueError("ReplayBuffer.add: these transitions cannot be stored")
 
     def _check_fixed(self, transitions: Transitions[ActionT]) -> None:
         """Unbatched fields must be those of the first add (they are stored once)."""
@@ -364,16 +363,22 @@ class ReplayBuffer(Generic[ActionT]):
         if self._template is None:
             self._allocate(transitions)
         else:
-            self._check(transitions, self._template)
+            self._check_types(transitions, self._template)
         leaves = self._get_leaves(transitions)
-        n = leaves[0].shape[0]
+        try:  # each field as its storage takes it, checked to have the storage's layout
+            values: list[Any] = [
+                _as_numpy(leaf) if isinstance(target, np.ndarray) else leaf.detach().to(self.device)
+                for target, leaf in zip(self._targets, leaves)
+            ]
+            fits = [(value.shape[1:], value.dtype) for value in values] == self._item_layout
+        except (AttributeError, TypeError, RuntimeError, NotImplementedError):
+            fits = False  # not a tensor, on the meta device, or a dtype numpy lacks
+        if not fits:
+            self._refuse(leaves)
+        n = len(values[0])
         if n > self.capacity:  # keep the newest `capacity` items
-            leaves = tuple(leaf[n - self.capacity :] for leaf in leaves)
+            values = [value[n - self.capacity :] for value in values]
             n = self.capacity
-        values: list[Any] = [
-            _as_numpy(leaf) if isinstance(target, np.ndarray) else leaf.detach().to(self.device)
-            for target, leaf in zip(self._targets, leaves)
-        ]
         start = self._position
         if start + n <= self.capacity:
             for target, value in zip(self._targets, values):

@@ -215,13 +215,6 @@ def _tensor(array: Any, dtype: np.dtype[Any], device: torch.device | None) -> Te
 
 
 _INT64 = np.dtype(np.int64)
-# the unsigned integer dtype of each integer size (for the one-reduction range check)
-_UNSIGNED: dict[int, np.dtype[Any]] = {
-    1: np.dtype(np.uint8),
-    2: np.dtype(np.uint16),
-    4: np.dtype(np.uint32),
-    8: np.dtype(np.uint64),
-}
 
 
 def _actions_to_numpy(value: Tensor) -> np.ndarray:
@@ -427,15 +420,13 @@ class VecEnv:
             self._action_high = int(self._action_space.start + self._action_space.n)
             # the valid actions, for the range check of _to_numpy_actions (None: too many
             # of them, or of copies: a hash lookup per action is then no longer the cheapest
-            # check); and their count as a uint64 array, compared in _checked_actions with an
-            # unsigned view of the actions (it promotes to nothing wider)
+            # check)
             span = self._action_high - self._action_low
             self._action_values = (
                 frozenset(range(self._action_low, self._action_high))
                 if span <= 4096 and num_envs <= 1024
                 else None
             )
-            self._action_span = np.array(span, np.uint64)
         elif not isinstance(self._action_space, spaces.Box):
             raise TypeError(
                 f"VecEnv supports Discrete and Box action spaces, got {self._action_space}"
@@ -703,12 +694,9 @@ class VecEnv:
                 f"use actions.long() if the values are whole numbers"
             )
         low, high = self._action_low, self._action_high
-        # one comparison and a count: seen as unsigned, a value below `low` is huge
-        shifted = array if low == 0 else array.astype(np.int64) - low
-        unsigned = shifted.view(_UNSIGNED[shifted.dtype.itemsize])
-        outside = np.greater_equal(unsigned, self._action_span)
-        if np.count_nonzero(outside):
-            bad = _bad_values(array, np.flatnonzero(outside))
+        wrong = (array < low) | (array >= high)
+        if wrong.any():
+            bad = _bad_values(array, np.flatnonzero(wrong))
             raise ValueError(f"discrete actions must lie in [{low}, {high - 1}], got {bad}")
         return array if array.dtype is _INT64 else array.astype(np.int64)
 

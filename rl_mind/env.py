@@ -182,21 +182,17 @@ def _final_rows(
     return mask, _stack_rows(final[mask].tolist())
 
 
-def _put_rows(batch: Any, index: Any, mask: np.ndarray, rows: Any) -> None:
-    """``batch[index][mask] = rows``, leaf by leaf (numpy, in place)."""
-
-    def put(array: np.ndarray, values: np.ndarray) -> None:
-        array[index][mask] = values
-
-    _tree_map(put, batch, rows)
-
-
 def _with_final_rows(obs: Any, final: tuple[np.ndarray, Any]) -> Any:
-    """A copy of the numpy observations ``obs`` whose rows ``final[0]`` are replaced by the
-    final observations ``final[1]`` (same-step mode: the true successors)."""
-    out = _tree_map(np.array, obs)
-    _put_rows(out, slice(None), *final)
-    return out
+    """A copy of the numpy observations ``obs`` whose rows ``final[0]`` (a mask) are replaced
+    by the final observations ``final[1]`` (same-step mode: the true successors)."""
+    mask, rows = final
+
+    def put(array: np.ndarray, values: np.ndarray) -> np.ndarray:
+        out = np.array(array)
+        out[mask] = values
+        return out
+
+    return _tree_map(put, obs, rows)
 
 
 _FLOAT32 = np.dtype(np.float32)
@@ -206,8 +202,7 @@ _BOOL = np.dtype(np.bool_)
 def _tensor(array: Any, dtype: np.dtype[Any], device: torch.device | None) -> Tensor:
     """A [B] numpy array as a tensor of ``dtype`` (zero-copy when it already is one);
     ``device`` None means the CPU."""
-    # (`is`: numpy's native dtypes are singletons, and `!=` against a type converts the
-    # type to a dtype at every call; a dtype that is only equal takes the copy, still right)
+    # (`is`: numpy's own dtypes are singletons; a dtype that is only equal takes the copy)
     if type(array) is not np.ndarray or array.dtype is not dtype:
         array = np.asarray(array).astype(dtype)
     tensor = torch.from_numpy(array)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, NamedTuple
+from typing import Any, Generic
 
 import numpy as np
 import torch
@@ -253,12 +253,12 @@ class _Recording:
             _tree_map(put, next_np, *(rows for _t, _mask, rows in self.finals))
         return next_np
 
-    def tensors(self, env: VecEnv) -> _Steps:
-        """The recorded steps as ``[T, B]`` tensors on the environment's device."""
+    def rollout(self, env: VecEnv) -> Rollout[Any]:
+        """The recorded steps as a ``[T, B]`` rollout on the environment's device."""
         n = self.length
         convert = env._convert
         device = None if convert.on_cpu else env.device
-        return _Steps(
+        return Rollout._trusted(
             convert(_tree_map(lambda a: a[:n], self.obs)),
             _joined(self.actions, stacked=True),
             _tensor(self.reward, _FLOAT32, device),
@@ -266,17 +266,6 @@ class _Recording:
             _tensor(self.terminated, _BOOL, device),
             _tensor(self.truncated, _BOOL, device),
         )
-
-
-class _Steps(NamedTuple):
-    """``[T, B]`` tensors of recorded steps."""
-
-    obs: Any
-    action: Any
-    reward: Tensor
-    next_obs: Any
-    terminated: Tensor
-    truncated: Tensor
 
 
 def _flat_rows(array: np.ndarray, n: int, rows: np.ndarray | None) -> np.ndarray:
@@ -541,7 +530,7 @@ class RolloutCollector(_Collector[ActionT]):
         recording.finish()
         self._stats.push(recording.reward.copy(), recording.terminated | recording.truncated, None)
         # (the actor's actions may not join: then the stats alone have the steps)
-        rollout: Rollout[ActionT] = Rollout._trusted(*recording.tensors(self.env))
+        rollout: Rollout[ActionT] = recording.rollout(self.env)
         self.steps += n_steps * self.env.num_envs
         return rollout
 
@@ -602,7 +591,7 @@ class EpisodeCollector(_Collector[ActionT]):
         if valid is not None:
             keep &= valid
         self._stats.push(recording.reward, done & keep, keep)
-        stacked = recording.tensors(self.env)  # (the actor's actions may not join)
+        stacked = recording.rollout(self.env)  # (the actor's actions may not join)
         self.steps += int(keep.sum())
         # split every copy's kept steps into its episodes, all copies at once: rows are
         # taken in copy-then-time order, where each copy's `quota` episodes are contiguous

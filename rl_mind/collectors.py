@@ -367,11 +367,11 @@ class _Collector(Generic[ActionT]):
             # act next on what the environment last returned (converted again: an interrupt
             # may have come before its conversion)
             self._obs, self._obs_np = None, obs_np
-            self._note_ends(flags)
             self._count_lost(recording)
             raise
+        finally:
+            self._note_ends(flags)
         self._obs, self._obs_np = obs, obs_np
-        self._note_ends(flags)
         return recording
 
     def _note_ends(self, flags: tuple[np.ndarray, np.ndarray] | None) -> None:

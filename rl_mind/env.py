@@ -439,7 +439,6 @@ class VecEnv:
         # (terminated, truncated) of the last step, None after a reset: in next-step mode,
         # the copies that ended there are auto-reset by the next step
         self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
-        self._last_done: np.ndarray | None = None  # their union, once asked for
         self._needs_reset = True
         self._closed = False
         if self._seed is not None:
@@ -603,7 +602,7 @@ class VecEnv:
         obs, _info = self._gym_env.reset(seed=seed)
         if self._copy_obs:
             obs = _tree_map(np.copy, obs)
-        self._last_flags, self._last_done = None, None
+        self._last_flags = None
         self._needs_reset = False
         return obs
 
@@ -725,9 +724,7 @@ class VecEnv:
         ended at the last step); None in same-step mode and after a reset."""
         if self._same_step_reset or self._last_flags is None:
             return None
-        if self._last_done is None:  # (computed once per step, when first asked for)
-            self._last_done = self._last_flags[0] | self._last_flags[1]
-        return self._last_done
+        return self._last_flags[0] | self._last_flags[1]
 
     def _step_arrays(
         self, actions: Tensor | Action, rows: np.ndarray | None = None
@@ -746,7 +743,7 @@ class VecEnv:
         obs, reward, terminated, truncated, info = self._gym_env.step(array)
         if self._copy_obs:  # (gymnasium's buffer: the callers keep what this returns)
             obs = obs.copy() if type(obs) is np.ndarray else _tree_map(np.copy, obs)
-        self._last_flags, self._last_done = (terminated, truncated), None
+        self._last_flags = terminated, truncated
         final = None
         if self._same_step_reset and ("_final_obs" in info or "final_obs" in info):
             final = _final_rows(info, terminated, truncated)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -122,73 +122,49 @@ class Rollout(TensorStruct, Generic[ActionT]):
         return self.flatten_leading(2)
 
 
-StructT = TypeVar("StructT", bound=TensorStruct)
+DataT = TypeVar("DataT", bound="Tensor | TensorStruct | tuple[Any, ...]")
 
 
-def _leaf_paths(struct: TensorStruct, prefix: str = "") -> tuple[list[str], list[str], list[str]]:
-    """Dotted paths, in field order, of every batched tensor, every nested batched struct,
-    and every unbatched field (carried along as it is) of ``struct``. Any other batched
-    field is refused: the buffer stores tensors (it would pass for metadata)."""
-    leaves: list[str] = []
-    nodes: list[str] = []
-    fixed: list[str] = []
+def _walk(struct: TensorStruct, prefix: str = "") -> Iterator[tuple[str, str, Any]]:
+    """``(dotted path, kind, value)`` of every field of ``struct`` in field order, the fields
+    of its batched nested structs included. ``kind`` is ``"unbatched"``, ``"struct"`` (a
+    batched nested struct) or ``"tensor"`` (any other batched field, which must be one)."""
     for name, batched in struct._fields():
-        value = getattr(struct, name)
+        path, value = prefix + name, getattr(struct, name)
         if not batched:
-            fixed.append(prefix + name)
-        elif isinstance(value, Tensor):
-            leaves.append(prefix + name)
+            kind = "unbatched"
         elif isinstance(value, TensorStruct):
-            nodes.append(prefix + name)
-            sub_leaves, sub_nodes, sub_fixed = _leaf_paths(value, f"{prefix}{name}.")
-            leaves += sub_leaves
-            nodes += sub_nodes
-            fixed += sub_fixed
+            kind = "struct"
         else:
-            raise TypeError(
-                f"ReplayBuffer.add: field {prefix + name!r} is a {type(value).__name__}, "
-                f"expected a tensor (convert it with torch.as_tensor)"
-            )
-    return leaves, nodes, fixed
+            kind = "tensor"
+        yield path, kind, value
+        if kind == "struct":
+            yield from _walk(value, path + ".")
 
 
-def _refuse_meta(value: Any, name: str) -> None:
-    """A ``ValueError`` for a field whose tensor (or one of whose tensors, for a struct) is on
-    the meta device: it has a shape but no values to store."""
-    if isinstance(value, TensorStruct):
-        on_meta = any(tensor.is_meta for tensor in value.tensors())
-    else:
-        on_meta = isinstance(value, Tensor) and value.is_meta
-    if on_meta:
+def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A ``struct -> (values at paths)`` function, a tuple for any number of paths
+    (``operator.attrgetter`` gives a bare value for one path, and takes none)."""
+    if len(paths) == 1:
+        single = operator.attrgetter(paths[0])
+        return lambda struct: (single(struct),)
+    return operator.attrgetter(*paths) if paths else lambda _struct: ()
+
+
+def _check_storable(name: str, value: Any, batched: bool) -> None:
+    """Refuse a field the buffer cannot store: a batched field that is not a tensor, or a
+    field on the meta device (it has a shape but no values)."""
+    if batched and not isinstance(value, Tensor):
+        raise TypeError(
+            f"ReplayBuffer.add: field {name!r} is a {type(value).__name__}, expected a tensor "
+            f"(convert it with torch.as_tensor)"
+        )
+    tensors = value.tensors() if isinstance(value, TensorStruct) else [value]
+    if any(isinstance(tensor, Tensor) and tensor.is_meta for tensor in tensors):
         raise ValueError(
             f"ReplayBuffer.add: field {name!r} is on the meta device, which holds no values to "
             f"store; add tensors on a real device (e.g. 'cpu')"
         )
-
-
-def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """A ``struct -> tuple of the values at paths`` function."""
-    if not paths:
-        return lambda _struct: ()
-    if len(paths) == 1:
-        single = operator.attrgetter(paths[0])
-        return lambda struct: (single(struct),)
-    return operator.attrgetter(*paths)
-
-
-def _rebuild(template: StructT, leaves: Iterator[Tensor]) -> StructT:
-    """``template`` with its batched tensors replaced, in order, by ``leaves`` (unchecked);
-    unbatched fields are kept as they are."""
-    values = []
-    for name, batched in template._fields():
-        value = getattr(template, name)
-        if batched:
-            if isinstance(value, Tensor):
-                value = next(leaves)
-            elif isinstance(value, TensorStruct):
-                value = _rebuild(value, leaves)
-        values.append(value)
-    return type(template)._trusted(*values)
 
 
 def _numpy_view(tensor: Tensor) -> Tensor | np.ndarray:
@@ -209,24 +185,6 @@ def _as_numpy(tensor: Tensor) -> np.ndarray:
     return tensor.numpy()
 
 
-def _to_device(value: Any, device: torch.device) -> Any:
-    """A tensor or struct moved to ``device``; anything else as it is."""
-    return value.to(device) if isinstance(value, Tensor | TensorStruct) else value
-
-
-def _unbatched_to(struct: StructT, device: torch.device) -> StructT:
-    """``struct`` with its unbatched tensors and structs (nested ones included) on ``device``."""
-    values = []
-    for name, batched in struct._fields():
-        value = getattr(struct, name)
-        if not batched:
-            value = _to_device(value, device)
-        elif isinstance(value, TensorStruct):
-            value = _unbatched_to(value, device)
-        values.append(value)
-    return type(struct)._trusted(*values)
-
-
 class ReplayBuffer(Generic[ActionT]):
     """A ring buffer of :class:`Transitions` with uniform sampling (with replacement).
 
@@ -239,25 +197,24 @@ class ReplayBuffer(Generic[ActionT]):
     carry it along.
     """
 
+    # The layout, fixed by the first add (_allocate) and checked at every later one.
+    _targets: list[Tensor | np.ndarray]  # what add writes into: the storage or numpy views
+    _item_layout: list[tuple[Any, Any]]  # (shape, dtype) of a target's item
+    _leaf_names: list[str]  # the batched tensors' dotted paths, in the order of _targets
+    _get_leaves: Callable[[Any], tuple[Any, ...]]
+    _get_nodes: Callable[[Any], tuple[Any, ...]]  # the batched nested structs
+    _node_types: tuple[type, ...]
+    _fixed_names: list[str]  # the unbatched fields: stored once, every add must agree
+    _get_fixed: Callable[[Any], tuple[Any, ...]]
+
     def __init__(self, capacity: int, device: torch.device | str | None = None) -> None:
         count = _as_int(capacity)
         if count is None or count <= 0:
             raise ValueError(f"ReplayBuffer capacity must be a positive int, got {capacity!r}")
         self.capacity = count
         self.device = _checked_device(device, "ReplayBuffer")
-        self._template: Transitions[ActionT] | None = None
-        self._storage: list[Tensor] = []
-        self._targets: list[Tensor | np.ndarray] = []  # what add writes into (see _allocate)
-        self._layout: list[tuple[tuple[int, ...], torch.dtype]] = []
-        self._item_layout: list[tuple[Any, Any]] = []  # (shape, dtype) of a target's item
-        self._leaf_names: list[str] = []
-        self._get_leaves: Callable[[Any], tuple[Any, ...]] = _getter([])
-        self._get_nodes: Callable[[Any], tuple[Any, ...]] = _getter([])
-        self._node_types: tuple[type, ...] = ()
-        # unbatched fields (e.g. an action's scale): stored once, every add must agree
-        self._fixed_names: list[str] = []
-        self._get_fixed: Callable[[Any], tuple[Any, ...]] = _getter([])
-        self._fixed_values: tuple[Any, ...] = ()
+        # the first add's structs with the storage ([capacity, ...]) as their batched tensors
+        self._stored: Transitions[ActionT] | None = None
         self._position = 0  # where the next item goes
         self._size = 0
 
@@ -268,102 +225,83 @@ class ReplayBuffer(Generic[ActionT]):
         return f"ReplayBuffer(capacity={self.capacity}, size={self._size}, device={self.device})"
 
     def _allocate(self, transitions: Transitions[ActionT]) -> None:
-        """Fix the storage layout from the first add. Its fields are checked first (tensors
-        holding values), and ``_template``, the mark of an allocated buffer, is set last: a
-        first add that raises fixes nothing, and the next add allocates afresh."""
-        leaf_paths, node_paths, fixed_paths = _leaf_paths(transitions)
-        get_leaves, get_fixed = _getter(leaf_paths), _getter(fixed_paths)
-        leaves = get_leaves(transitions)
-        for name, value in zip([*leaf_paths, *fixed_paths], leaves + get_fixed(transitions)):
-            _refuse_meta(value, name)
-        self._leaf_names = leaf_paths
-        self._get_leaves = get_leaves
-        self._get_nodes = _getter(node_paths)
-        self._fixed_names = fixed_paths
-        self._get_fixed = get_fixed
-        self._node_types = tuple(type(node) for node in self._get_nodes(transitions))
-        self._layout = [(tuple(t.shape[1:]), t.dtype) for t in leaves]
-        self._storage = [
-            torch.empty((self.capacity, *shape), dtype=dtype, device=self.device)
-            for shape, dtype in self._layout
+        """Fix the layout from the first add, once its fields are checked. ``_stored``, the
+        mark of an allocated buffer, is set last: a first add that raises fixes nothing."""
+        paths: dict[str, list[str]] = {"tensor": [], "struct": [], "unbatched": []}
+        for path, kind, value in _walk(transitions):
+            paths[kind].append(path)
+            if kind != "struct":  # (a struct's tensors are checked as fields of their own)
+                _check_storable(path, value, batched=kind == "tensor")
+        self._leaf_names, self._fixed_names = paths["tensor"], paths["unbatched"]
+        self._get_leaves, self._get_fixed = _getter(paths["tensor"]), _getter(paths["unbatched"])
+        self._get_nodes = _getter(paths["struct"])
+        self._node_types = tuple(map(type, self._get_nodes(transitions)))
+        storage = [
+            torch.empty((self.capacity, *leaf.shape[1:]), dtype=leaf.dtype, device=self.device)
+            for leaf in self._get_leaves(transitions)
         ]
         # on the CPU, adds write through numpy views of the storage (numpy writes a few rows
         # for less than torch does); elsewhere, or for a dtype numpy lacks, into the tensors
-        self._targets = [_numpy_view(store) for store in self._storage]
+        self._targets = [_numpy_view(store) for store in storage]
         self._item_layout = [(target.shape[1:], target.dtype) for target in self._targets]
-        # what sample rebuilds: the batched tensors come from the storage, the unbatched
-        # fields from here, moved to the buffer's device too
-        template = _unbatched_to(transitions, self.device) if fixed_paths else transitions
-        self._fixed_values = self._get_fixed(template)
-        self._template = template
+        stores = iter(storage)  # (in field order, as _apply_batched visits the tensors)
+        # `to` moves the unbatched fields to the device; the storage is there already
+        self._stored = transitions._apply_batched(lambda _leaf: next(stores)).to(self.device)
 
-    def _check_types(
-        self, transitions: Transitions[ActionT], template: Transitions[ActionT]
+    def _check_like_first(
+        self, transitions: Transitions[ActionT], stored: Transitions[ActionT]
     ) -> None:
-        """An add must carry the struct types of the first one (``template``) and its
-        unbatched fields."""
+        """A later add must carry the struct types and the unbatched values of the first."""
         try:
-            same_types = type(transitions) is type(template) and (
+            same_types = type(transitions) is type(stored) and (
                 tuple(map(type, self._get_nodes(transitions))) == self._node_types
             )
         except AttributeError:  # (a nested struct of another type lacks a field)
             same_types = False
         if not same_types:
             raise TypeError(
-                f"ReplayBuffer stores {type(template).__name__} with "
-                f"{type(template.action).__name__}, got {type(transitions).__name__} with "
+                f"ReplayBuffer stores {type(stored).__name__} with "
+                f"{type(stored.action).__name__}, got {type(transitions).__name__} with "
                 f"{type(transitions.action).__name__} (or different observation fields)"
             )
-        if self._fixed_names:
-            self._check_fixed(transitions)
+        if not self._fixed_names:
+            return
+        fixed = zip(self._fixed_names, self._get_fixed(transitions), self._get_fixed(stored))
+        for name, value, kept in fixed:
+            _check_storable(name, value, batched=False)
+            moved = value.to(self.device) if isinstance(value, Tensor | TensorStruct) else value
+            if not _same_value(kept, moved):
+                raise ValueError(
+                    f"ReplayBuffer: the unbatched field {name!r} is {value!r}, but the buffer "
+                    f"stores {kept!r} (set by the first add; an unbatched field is stored "
+                    f"once, so every add must carry the same value)"
+                )
 
     def _refuse(self, leaves: tuple[Any, ...]) -> None:
         """Raise the error that says which field does not fit the storage, and why."""
-        for name, leaf, (shape, dtype) in zip(self._leaf_names, leaves, self._layout):
-            if not isinstance(leaf, Tensor):  # (as at the first add)
-                raise TypeError(
-                    f"ReplayBuffer.add: field {name!r} is a {type(leaf).__name__}, expected "
-                    f"a tensor (convert it with torch.as_tensor)"
-                )
-            _refuse_meta(leaf, name)
-            if leaf.shape[1:] != shape or leaf.dtype != dtype:
+        for name, leaf, store in zip(self._leaf_names, leaves, self._get_leaves(self._stored)):
+            _check_storable(name, leaf, batched=True)
+            if leaf.shape[1:] != store.shape[1:] or leaf.dtype != store.dtype:
                 raise ValueError(
                     f"ReplayBuffer: field {name!r} has per-item shape {list(leaf.shape[1:])} "
-                    f"and dtype {leaf.dtype}, but the buffer stores {list(shape)} {dtype} (set "
-                    f"by the first add)"
+                    f"and dtype {leaf.dtype}, but the buffer stores {list(store.shape[1:])} "
+                    f"{store.dtype} (set by the first add)"
                 )
         raise ValueError("ReplayBuffer.add: these transitions cannot be stored")
-
-    def _check_fixed(self, transitions: Transitions[ActionT]) -> None:
-        """Unbatched fields must be those of the first add (they are stored once)."""
-        try:
-            values = self._get_fixed(transitions)
-        except AttributeError:
-            return  # not the stored struct types: the type check says so
-        for name, value, stored in zip(self._fixed_names, values, self._fixed_values):
-            _refuse_meta(value, name)
-            if not _same_value(stored, _to_device(value, self.device)):
-                raise ValueError(
-                    f"ReplayBuffer: the unbatched field {name!r} is {value!r}, but the buffer "
-                    f"stores {stored!r} (set by the first add; an unbatched field is stored "
-                    f"once, so every add must carry the same value)"
-                )
 
     def add(self, transitions: Transitions[ActionT]) -> None:
         """Append ``N`` transitions (``[N, ...]``), overwriting the oldest when full.
 
-        Validate everything first, then write: an add that raises (another struct type, a
-        per-item shape or dtype other than the storage's, a field on the meta device, an
-        unbatched field that differs) leaves the buffer as it was, its length, contents and
-        position; a first add that raises does not fix the storage layout."""
+        Everything is checked before anything is written: an add that raises leaves the
+        buffer's length, contents and position as they were."""
         if not isinstance(transitions, Transitions):
             raise TypeError(
                 f"ReplayBuffer.add expects Transitions, got {type(transitions).__name__}"
             )
-        if self._template is None:
+        if self._stored is None:
             self._allocate(transitions)
         else:
-            self._check_types(transitions, self._template)
+            self._check_like_first(transitions, self._stored)
         leaves = self._get_leaves(transitions)
         try:  # each field as its storage takes it, checked to have the storage's layout
             values: list[Any] = [
@@ -398,8 +336,7 @@ class ReplayBuffer(Generic[ActionT]):
         size = _as_int(batch_size)
         if size is None or size <= 0:
             raise ValueError(f"sample: batch_size must be a positive int, got {batch_size!r}")
-        batch_size = size
-        if self._size == 0 or self._template is None:
+        if self._stored is None or self._size == 0:
             raise ValueError("sample: the replay buffer is empty; add transitions first")
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(
@@ -407,100 +344,66 @@ class ReplayBuffer(Generic[ActionT]):
                 f"{type(generator).__name__} (the second argument is the generator: "
                 f"sample(batch_size, generator=torch.Generator().manual_seed(seed)))"
             )
-        device = generator.device if generator is not None else self.device
-        index = torch.randint(0, self._size, (batch_size,), generator=generator, device=device)
-        if index.device != self.device:
-            index = index.to(self.device)
-        return _rebuild(
-            self._template, iter([store.index_select(0, index) for store in self._storage])
-        )
+        device = self.device if generator is None else generator.device
+        index = torch.randint(0, self._size, (size,), generator=generator, device=device)
+        index = index.to(self.device)  # (drawn where the generator is, used on the buffer's)
+        return self._stored._apply_batched(lambda store: store.index_select(0, index))
 
 
 def _index_rows(data: Any, index: Tensor) -> Any:
-    """``data[index]`` for a tensor or struct and a long ``index`` of valid, non-negative
-    rows, on each tensor's own device (the index is moved where a tensor lives, e.g. a GPU).
-    """
+    """``data[index]`` for a tensor or struct and a long ``index`` of valid rows, on each
+    tensor's own device (the index goes where the tensor lives, e.g. a GPU)."""
 
     def rows(tensor: Tensor) -> Tensor:
-        if tensor.device != index.device:
-            return tensor.index_select(0, index.to(tensor.device))
-        return tensor.index_select(0, index)
+        return tensor.index_select(0, index.to(tensor.device))
 
-    if isinstance(data, Tensor):
-        return rows(data)
-    return data._apply_batched(rows)
+    return rows(data) if isinstance(data, Tensor) else data._apply_batched(rows)
 
 
-def _leading_size(data: Any) -> int:
-    if isinstance(data, Tensor):
-        if data.dim() == 0:
-            raise ValueError("minibatches: expected tensors with a leading dimension, got a scalar")
-        return int(data.shape[0])
-    if isinstance(data, TensorStruct):
-        return len(data)
-    raise TypeError(
-        f"minibatches expects a tensor, a TensorStruct or a tuple of them, got {type(data).__name__}"
-    )
+def _leading_size(item: Any) -> int:
+    """The leading size of one of minibatches' items, refusing what has none."""
+    if isinstance(item, TensorStruct):
+        return len(item)
+    if not isinstance(item, Tensor):
+        raise TypeError(
+            f"minibatches expects a tensor, a TensorStruct or a tuple of them, got "
+            f"{type(item).__name__}"
+        )
+    if item.dim() == 0:
+        raise ValueError("minibatches: expected tensors with a leading dimension, got a scalar")
+    return int(item.shape[0])
 
 
-@overload
 def minibatches(
-    data: StructT, batch_size: int, shuffle: bool = True, generator: torch.Generator | None = None
-) -> Iterator[StructT]: ...
-@overload
-def minibatches(
-    data: Tensor, batch_size: int, shuffle: bool = True, generator: torch.Generator | None = None
-) -> Iterator[Tensor]: ...
-@overload
-def minibatches(
-    data: tuple[Any, ...],
-    batch_size: int,
-    shuffle: bool = True,
-    generator: torch.Generator | None = None,
-) -> Iterator[tuple[Any, ...]]: ...
-def minibatches(
-    data: Any, batch_size: int, shuffle: bool = True, generator: torch.Generator | None = None
-) -> Iterator[Any]:
+    data: DataT, batch_size: int, shuffle: bool = True, generator: torch.Generator | None = None
+) -> Iterator[DataT]:
     """Split ``data`` (``[N, ...]``) into minibatches of ``batch_size`` rows (the last may be
     smaller); one pass yields every row exactly once, in random order if ``shuffle``.
 
     ``data`` is a tensor, a ``TensorStruct`` (e.g. ``rollout.flatten()``) or a tuple of them
     with the same leading size (e.g. ``(batch, advantages, returns)``); each minibatch has the
-    same structure.
+    same structure. Bad arguments are refused at the call.
     """
     size = _as_int(batch_size)
     if size is None or size <= 0:
         raise ValueError(f"minibatches: batch_size must be a positive int, got {batch_size!r}")
-    batch_size = size
     items = data if isinstance(data, tuple) else (data,)
     if len(items) == 0:
         raise ValueError("minibatches: got an empty tuple, expected at least one tensor or struct")
     sizes = [_leading_size(item) for item in items]
     if len(set(sizes)) != 1:
         raise ValueError(f"minibatches: all items must share their leading size, got {sizes}")
-    # (the checks above run at the call, the rows are drawn and handed out as it is iterated)
-    return _minibatches(data, items, sizes[0], batch_size, shuffle, generator)
 
-
-def _minibatches(
-    data: Any,
-    items: tuple[Any, ...],
-    n: int,
-    batch_size: int,
-    shuffle: bool,
-    generator: torch.Generator | None,
-) -> Iterator[Any]:
-    device = items[0].device
-    if shuffle:
-        order = torch.randperm(
-            n, generator=generator, device=generator.device if generator else "cpu"
-        )
-        order = order.to(device)
-    else:
-        order = torch.arange(n, device=device)
-    for start in range(0, n, batch_size):
-        index = order[start : start + batch_size]
-        if isinstance(data, tuple):
-            yield tuple(_index_rows(item, index) for item in items)
+    def one_pass() -> Iterator[Any]:  # (a generator: the order is drawn as it starts)
+        n, device = sizes[0], items[0].device
+        if shuffle:
+            order = torch.randperm(
+                n, generator=generator, device=generator.device if generator else "cpu"
+            ).to(device)
         else:
-            yield _index_rows(data, index)
+            order = torch.arange(n, device=device)
+        for start in range(0, n, size):
+            batch = tuple(_index_rows(item, order[start : start + size]) for item in items)
+            yield batch if isinstance(data, tuple) else batch[0]
+
+    return one_pass()

@@ -46,7 +46,7 @@ from typing import Any
 import torch
 
 from rl_mind.evaluation import CheckpointError, load_checkpoint, save_checkpoint
-from rl_mind.notebook import run_directory
+from rl_mind.notebook import Profile, run_directory
 from rl_mind.selfplay.ratings import Leaderboard
 from rl_mind.selfplay.report import (
     best_snapshot,
@@ -58,7 +58,6 @@ from rl_mind.selfplay.trainer import (
     BOTS,
     SelfPlayConfig,
     SelfPlayTrainer,
-    default_minutes,
     train_for,
 )
 
@@ -80,6 +79,11 @@ CHECKPOINT_NAME = "checkpoint.pt"
 CHECKPOINT_FORMAT = "rl-mind selfplay checkpoint 2"  # the trainer's state
 _CHECKPOINT_FORMAT_1 = "rl-mind selfplay checkpoint 1"  # (no averaged agent, no forecast)
 _JOB_FORMAT = "rl-mind selfplay job 1"  # checkpoint.pt: the trainer's state and the budget
+
+
+def default_minutes() -> float:
+    """The default training-time budget: 5 minutes (0.1 under the fast-test profile)."""
+    return Profile.pick(5.0, fast_test=0.1)
 
 
 # ---------------------------------------------------------------------- the trainer's state

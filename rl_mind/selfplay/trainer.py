@@ -25,17 +25,15 @@
 # notebook with `RL_MIND_FAST_TEST=1`, tiny budgets: the code runs, nothing is learned.)
 
 # %%
-"""Self-play PPO for Pong Duel, run by ``rl-mind selfplay``; the reference practical
-``notebooks/selfplay_ppo.ipynb`` is this file (its ``if __name__ == "__main__":`` cells run
-in the notebook only). What the reader must not get wrong: a truncated match bootstraps from
-``V(next_obs)``, a terminated one does not; an opponent changes only when its match ends,
-so the live learner's moves as the opponent form whole matches that GAE runs on unchanged.
-"""
+"""Self-play PPO for Pong Duel: what ``rl-mind selfplay`` trains, and the reference practical
+``notebooks/selfplay_ppo.ipynb`` (its ``if __name__ == "__main__":`` cells run there only).
+What the reader must not get wrong: a truncated match bootstraps from ``V(next_obs)``, a
+terminated one does not; an opponent changes only when its match ends, so the live
+learner's moves as the opponent form whole matches that GAE runs on unchanged."""
 
 import copy
 import dataclasses
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -78,7 +76,6 @@ __all__ = [
     "UpdateStats",
     "ball_forecast",
     "clipped_policy_loss",
-    "default_minutes",
     "explained_variance",
     "gae_advantages",
     "mirror_observation",
@@ -153,11 +150,6 @@ class SelfPlayConfig:
         return cls.fast_test(**changes) if Profile.is_fast_test() else cls(**changes)
 
 
-def default_minutes() -> float:
-    """The default training-time budget: 5 minutes (0.1 under the fast-test profile)."""
-    return Profile.pick(5.0, fast_test=0.1)
-
-
 # %% [markdown]
 # ## 1. The game: Pong Duel
 #
@@ -230,8 +222,7 @@ def ball_forecast(obs: Tensor) -> Tensor:
 
 
 def network_input(obs: Observation, forecast: bool = True) -> Tensor:
-    """What the networks read: the observation ``[..., 10]`` followed by :func:`ball_forecast`
-    (``[..., 13]``); the bare observation when not ``forecast``."""
+    """The observation ``[..., 10]`` followed by :func:`ball_forecast` (``[..., 13]``), or alone."""
     obs = check.tensor(obs, "network_input")
     return torch.cat([obs, ball_forecast(obs)], dim=-1) if forecast else obs
 
@@ -255,8 +246,7 @@ def pong_mlp(n_out: int, hidden_sizes: Sequence[int], forecast: bool, gain: floa
 
 
 class PongPolicy(Actor[StochasticAction]):
-    """The policy, a categorical over the 3 actions: ``policy(obs [N, 10])`` samples, ``act``
-    takes the most likely action, ``distribution`` is what the loss differentiates."""
+    """A categorical over the actions: ``policy(obs [N, 10])`` samples, ``act`` is the argmax."""
 
     def __init__(self, hidden_sizes: Sequence[int] = (96, 96), ball_forecast: bool = True) -> None:
         super().__init__()
@@ -322,8 +312,7 @@ class PongCritic(nn.Module):
 
 # %%
 class LiveOpponent:
-    """The live learner as the opponent of the copies ``0 .. K-1``; ``moves`` keeps the
-    ``(obs [K, 10], action [K], log_prob [K])`` of each step since :meth:`rollout`."""
+    """The live learner as the opponent of the copies ``0 .. K-1``, keeping its ``moves``."""
 
     name = "latest"
 
@@ -350,9 +339,8 @@ class LiveOpponent:
 
 
 class PoolOpponent:
-    """The pool's snapshots as the opponent of the copies ``offset .. offset + K - 1``: each
-    copy holds the layers of the snapshot its match plays, and one ``torch.baddbmm`` per layer
-    plays them all. ``ended[k]``: the snapshots of copy ``k``'s ended matches, oldest first."""
+    """The snapshots as the opponent of the copies ``offset .. offset + K - 1``; ``ended[k]``:
+    the snapshots of copy ``k``'s ended matches, oldest first."""
 
     name = "pool"
 
@@ -361,8 +349,7 @@ class PoolOpponent:
         self.snapshot_id = np.full(n_copies, -1)  # [K] (-1: no match yet)
         self.ended: list[list[int]] = [[] for _ in range(n_copies)]
         self.device = device = template.device
-        # per module of the policy's MLP: a linear layer's weight [K, in, out] and bias
-        # [K, 1, out] for each copy, or the (parameter-free) activation module itself
+        # per module of the MLP: a linear layer's weight [K, in, out] and bias [K, 1, out]
         self.layers: list[tuple[Tensor, Tensor] | nn.Module] = [
             (
                 torch.zeros(n_copies, m.in_features, m.out_features, device=device),
@@ -426,8 +413,7 @@ def gae_advantages(
     gamma: float,
     gae_lambda: float,
 ) -> Tensor:
-    """Generalized advantage estimation over a same-step rollout; all arguments ``[T, B]``,
-    ``next_value`` is ``V(next_obs)``, the flags are bool tensors."""
+    """GAE over a same-step rollout, all ``[T, B]``: ``next_value`` is ``V(next_obs)``, flags bool."""
     check.bool_flags(reward.shape, terminated=terminated, truncated=truncated)
     delta = reward + gamma * (~terminated).float() * next_value - value
     continues = (~(terminated | truncated)).float()
@@ -440,8 +426,7 @@ def gae_advantages(
 
 
 def mirror_observation(obs: Tensor) -> Tensor:
-    """Player 1's observation ``[..., 10]`` of the state player 0 sees as ``obs`` (and back):
-    swap the paddles and the scores, negate ball x and x-velocity, recompute ball y − own y."""
+    """Player 1's observation ``[..., 10]`` of the state player 0 sees as ``obs`` (and back)."""
     mirrored = obs[..., [1, 0, 2, 3, 4, 5, 6, 8, 7, 9]].clone()
     mirrored[..., 2], mirrored[..., 4] = -obs[..., 2], -obs[..., 4]
     mirrored[..., 6] = obs[..., 3] - obs[..., 1]
@@ -487,8 +472,7 @@ def value_loss(value: Tensor, returns: Tensor) -> Tensor:
 def ppo_loss(
     policy: PongPolicy, critic: PongCritic, batch: TrainingBatch, config: SelfPlayConfig
 ) -> tuple[Tensor, dict[str, Tensor]]:
-    """The loss of a minibatch ``[N]`` and its detached diagnostics (``policy_loss``,
-    ``value_loss``, ``entropy``, ``approx_kl``, ``clip_fraction``)."""
+    """The loss of a minibatch ``[N]`` and its detached diagnostics, by name."""
     distribution = policy.distribution(batch.obs)
     log_ratio = distribution.log_prob(batch.action) - batch.log_prob
     advantages = batch.advantages
@@ -498,17 +482,11 @@ def ppo_loss(
     critic_loss = value_loss(critic(batch.obs), batch.returns)
     entropy = distribution.entropy().mean()
     loss = policy_loss + config.value_coef * critic_loss - config.entropy_coef * entropy
+    stats = {"policy_loss": policy_loss, "value_loss": critic_loss, "entropy": entropy}
     with torch.no_grad():
         ratio = log_ratio.exp()
-        approx_kl = ((ratio - 1) - log_ratio).mean()
-        clip_fraction = ((ratio - 1).abs() > config.clip_coef).float().mean()
-    stats = {
-        "policy_loss": policy_loss,
-        "value_loss": critic_loss,
-        "entropy": entropy,
-        "approx_kl": approx_kl,
-        "clip_fraction": clip_fraction,
-    }
+        stats["approx_kl"] = ((ratio - 1) - log_ratio).mean()
+        stats["clip_fraction"] = ((ratio - 1).abs() > config.clip_coef).float().mean()
     return loss, {name: value.detach() for name, value in stats.items()}
 
 
@@ -558,11 +536,8 @@ class UpdateStats:
 
 
 class SelfPlayTrainer:
-    """PPO by self-play on Pong Duel: :meth:`update` in a loop (see :func:`train_for`).
-
-    ``policy`` is the learner, ``averaged_policy`` the agent; ``archive`` holds every snapshot
-    (``{"id", "step", "seconds", "policy"}``); ``train_seconds`` counts collection and updates.
-    """
+    """PPO by self-play: ``policy`` is the learner, ``averaged_policy`` the agent, ``archive``
+    every snapshot (``{"id", "step", "seconds", "policy"}``), in :func:`train_for`'s loop."""
 
     def __init__(self, config: SelfPlayConfig | None = None) -> None:
         self.config = config = config if config is not None else SelfPlayConfig.for_profile()
@@ -609,15 +584,25 @@ class SelfPlayTrainer:
 
     def update(self) -> UpdateStats:
         """Collect one rollout (``num_steps × num_envs`` game steps) and do one PPO update."""
-        config = self.config
-        start = time.perf_counter()
-        rollout = self.collector.collect(config.num_steps)  # [T, B]
+        config, start = self.config, time.perf_counter()
+        rollout = self.collector.collect(config.num_steps).to(self.device)  # [T, B]
         self.env_steps += rollout.reward.numel()  # (the live learner's moves come on top)
-        batch = self.training_batch(rollout)
-        sums: dict[str, float] = {}
+        with torch.no_grad():  # the learner's steps, then the live learner's as the opponent
+            sides = [self.one_side(rollout)]
+            if self.n_live > 0:
+                opponent_obs, action, log_prob = self.live.rollout(len(rollout))  # [T, K]
+            if self.n_live > 0 and config.train_on_opponent:  # zero-sum: -reward, mirror view
+                k = slice(0, self.n_live)
+                next_obs = mirror_observation(cast(Tensor, rollout.next_obs)[:, k])
+                ends = rollout.terminated[:, k], rollout.truncated[:, k]
+                moves = StochasticAction(action, log_prob)
+                opponent = Rollout(opponent_obs, moves, -rollout.reward[:, k], next_obs, *ends)
+                sides.append(self.one_side(opponent))
+        batch = TrainingBatch.cat(sides)
         # equal minibatches: a leftover of a few samples would have meaningless advantages
         n_minibatches = math.ceil(len(batch) / config.minibatch_size)
         minibatch_size = math.ceil(len(batch) / n_minibatches)
+        sums: dict[str, float] = {}
         for _epoch in range(config.update_epochs):
             for mb in minibatches(batch, minibatch_size, generator=self.minibatch_generator):
                 loss, stats = ppo_loss(self.policy, self.critic, mb, config)
@@ -628,7 +613,8 @@ class SelfPlayTrainer:
                 for name, value in stats.items():
                     sums[name] = sums.get(name, 0.0) + float(value) / n_minibatches
         self.updates += 1
-        self.average_weights()
+        tau = 1 / (1 + config.policy_averaging * self.updates)  # the agent: Polyak averaging
+        soft_update(self.policy, self.averaged_policy, tau)
         vs_latest, vs_pool = self.credit_results()
         self.train_seconds += time.perf_counter() - start
         if self.updates % config.snapshot_every == 0:
@@ -642,28 +628,6 @@ class SelfPlayTrainer:
             matches=len(vs_latest) + len(vs_pool),
         )
 
-    @torch.no_grad()
-    def training_batch(self, rollout: Rollout[StochasticAction]) -> TrainingBatch:
-        """The rollout's steps as flat training data with advantages: the learner's, then
-        (``train_on_opponent``) the live learner's as the opponent of the first copies."""
-        rollout = rollout.to(self.device)
-        sides = [self.one_side(rollout)]
-        if self.n_live > 0:
-            opponent_obs, action, log_prob = self.live.rollout(len(rollout))  # [T, K]
-            if self.config.train_on_opponent:
-                # zero-sum: the opponent's reward is -reward; its successor, the mirror view
-                live = slice(0, self.n_live)
-                opponent = Rollout(
-                    opponent_obs,
-                    StochasticAction(action, log_prob),
-                    -rollout.reward[:, live],
-                    mirror_observation(cast(Tensor, rollout.next_obs)[:, live]),
-                    rollout.terminated[:, live],
-                    rollout.truncated[:, live],
-                )
-                sides.append(self.one_side(opponent))
-        return TrainingBatch.cat(sides)
-
     def one_side(self, rollout: Rollout[StochasticAction]) -> TrainingBatch:
         """One player's ``[T, B]`` steps as flat ``[T * B]`` data, with GAE and returns."""
         obs, next_obs = cast(Tensor, rollout.obs), cast(Tensor, rollout.next_obs)  # [T, B, 10]
@@ -672,27 +636,14 @@ class SelfPlayTrainer:
         next_value = torch.cat([value[1:], self.critic(next_obs[-1:])])
         next_value[rollout.done] = self.critic(next_obs[rollout.done])  # the final observations
         config = self.config
-        advantages = gae_advantages(
-            rollout.reward,
-            value,
-            next_value,
-            rollout.terminated,
-            rollout.truncated,
-            config.gamma,
-            config.gae_lambda,
-        )
+        advantages = gae_advantages(rollout.reward, value, next_value, rollout.terminated,
+                                    rollout.truncated, config.gamma, config.gae_lambda)  # fmt: skip
         action, returns = rollout.action, advantages + value
         batch = TrainingBatch(obs, action.value, action.log_prob, advantages, returns, value)
         return batch.flatten_leading(2)
 
-    def average_weights(self) -> None:
-        """Move the agent ``τ = 1 / (1 + policy_averaging · updates)`` of the way to the learner."""
-        tau = 1 / (1 + self.config.policy_averaging * self.updates)
-        soft_update(self.policy, self.averaged_policy, tau)
-
     def credit_results(self) -> tuple[list[bool], list[bool]]:
-        """Record the matches that ended in the pool (the PFSP statistics); returns whether
-        the learner won each one, against the live learner and against the pool."""
+        """Credit the ended pool matches (PFSP); did the learner win each, vs latest / vs pool."""
         vs_latest, vs_pool = [], []
         for match in self.env.gym_unwrapped.pop_results():
             if match.opponent is self.live:
@@ -707,14 +658,8 @@ class SelfPlayTrainer:
         """Add a frozen copy of the learner to the pool and to the archive."""
         snapshot = self.pool.add(self.policy, self.env_steps)
         weights = {k: v.detach().cpu().clone() for k, v in self.policy.state_dict().items()}
-        self.archive.append(
-            {
-                "id": snapshot.id,
-                "step": self.env_steps,
-                "seconds": self.train_seconds,
-                "policy": weights,
-            }
-        )
+        entry = dict(id=snapshot.id, step=self.env_steps, seconds=self.train_seconds)
+        self.archive.append({**entry, "policy": weights})
 
     def archived_policy(self, index: int) -> PongPolicy:
         """The archived snapshot ``self.archive[index]`` as a frozen :class:`PongPolicy`."""
@@ -723,16 +668,14 @@ class SelfPlayTrainer:
         return policy.eval().requires_grad_(False)
 
     def evaluate(self, n_matches: int | None = None, seed: int | None = None) -> dict[str, float]:
-        """Win rates and scores of the agent against the bots on ``n_matches`` (default
-        ``eval_matches``) seeded matches each; into ``eval_history`` and the online Elo table."""
+        """The agent's win rates and scores against the bots, ``n_matches`` seeded matches each."""
         n = n_matches if n_matches is not None else self.config.eval_matches
         seed = seed if seed is not None else self.updates
         result = {"updates": float(self.updates), "env_steps": float(self.env_steps),
                   "seconds": self.train_seconds}  # fmt: skip
         for bot in BOTS:
             stats = play_matches(self.averaged_policy, bot, n, seed=seed)
-            result[f"win_rate_vs_{bot}"] = stats.win_rate
-            result[f"score_vs_{bot}"] = stats.score
+            result[f"win_rate_vs_{bot}"], result[f"score_vs_{bot}"] = stats.win_rate, stats.score
             self.online_elo.update("learner", bot, stats.wins, stats.draws, stats.losses)
         result["online_elo"] = self.online_elo["learner"]
         self.eval_history.append(result)
@@ -763,52 +706,43 @@ def train_for(
     max_updates: int | None = None,
     after_update: Callable[[SelfPlayTrainer], bool] | None = None,
 ) -> dict[str, float] | None:
-    """Train until ``trainer.train_seconds`` reaches ``minutes`` (or ``max_updates`` updates in
-    all), logging into ``run_dir``; returns the final evaluation, or ``None`` when
-    ``after_update(trainer)`` returned True (a stop). ``progress=None``: a bar in a terminal."""
+    """Train until ``trainer.train_seconds`` reaches ``minutes`` (or ``max_updates`` updates),
+    with a bar when ``progress`` (``None``: in a terminal); returns the final evaluation, or
+    ``None`` when ``after_update(trainer)`` returned True (a stop)."""
     from torch.utils.tensorboard import SummaryWriter  # (imported here: it is slow to import)
 
     config, budget = trainer.config, 60.0 * minutes
+    limit = math.inf if max_updates is None else max_updates
     writer = SummaryWriter(log_dir=str(run_dir))
     bar = progress_bar(max(1, round(budget)), desc="self-play (training seconds)",
                        disable=None if progress is None else not progress)  # fmt: skip
-
-    def evaluate() -> dict[str, float]:
-        result = trainer.evaluate()
-        for name in (*(f"win_rate_vs_{bot}" for bot in BOTS), "online_elo"):
-            writer.add_scalar(f"charts/{name}", result[name], trainer.env_steps)
-        write_csv(run_dir / "evaluations.csv", trainer.eval_history)
-        return result
-
-    def show_progress() -> None:
-        last = trainer.eval_history[-1]
-        win_rates = {bot: f"{last[f'win_rate_vs_{bot}']:.0%}" for bot in BOTS}
-        bar.update_to(int(min(trainer.train_seconds, budget)), **win_rates,
-                      game_steps=f"{trainer.env_steps:,}")  # fmt: skip
-
     try:
         next_evaluation = trainer.train_seconds  # at once: the start of the curves
-        while trainer.train_seconds < budget and (
-            max_updates is None or trainer.updates < max_updates
-        ):
-            if trainer.train_seconds >= next_evaluation:
-                evaluate()
+        while True:
+            finished = trainer.train_seconds >= budget or trainer.updates >= limit
+            if finished or trainer.train_seconds >= next_evaluation:  # (and a final one)
+                evaluation = trainer.evaluate()
+                for name in (*(f"win_rate_vs_{bot}" for bot in BOTS), "online_elo"):
+                    writer.add_scalar(f"charts/{name}", evaluation[name], trainer.env_steps)
+                write_csv(run_dir / "evaluations.csv", trainer.eval_history)
                 next_evaluation = trainer.train_seconds + config.eval_every_seconds
-            stats = trainer.update()
-            step = trainer.env_steps
-            for name in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction",
-                         "explained_variance"):  # fmt: skip
-                writer.add_scalar(f"losses/{name}", getattr(stats, name), step)
-            writer.add_scalar("charts/win_rate_vs_latest", stats.win_rate_vs_latest, step)
-            writer.add_scalar("charts/win_rate_vs_pool", stats.win_rate_vs_pool, step)
-            writer.add_scalar("charts/pool_size", len(trainer.pool), step)
-            writer.add_scalar("charts/game_steps_per_second", step / trainer.train_seconds, step)
-            show_progress()
+            if not finished:
+                stats = trainer.update()
+                step = trainer.env_steps
+                for name, value in dataclasses.asdict(stats).items():  # losses, win rates
+                    if name not in ("samples", "matches"):
+                        group = "charts" if name.startswith("win_rate") else "losses"
+                        writer.add_scalar(f"{group}/{name}", value, step)
+                writer.add_scalar("charts/pool_size", len(trainer.pool), step)
+                speed = step / trainer.train_seconds
+                writer.add_scalar("charts/game_steps_per_second", speed, step)
+            win_rates = {bot: f"{evaluation[f'win_rate_vs_{bot}']:.0%}" for bot in BOTS}
+            bar.update_to(int(min(trainer.train_seconds, budget)), **win_rates,
+                          game_steps=f"{trainer.env_steps:,}")  # fmt: skip
+            if finished:
+                return evaluation
             if after_update is not None and after_update(trainer):
                 return None
-        final = evaluate()
-        show_progress()
-        return final
     finally:
         bar.close()
         writer.close()
@@ -821,8 +755,12 @@ def train_for(
 
 # %% tags=["parameters"]
 if __name__ == "__main__":
+    import os
+
+    from rl_mind.selfplay.job import default_minutes
+
     seed = int(os.environ.get("RL_MIND_SEED", "0"))
-    minutes = default_minutes()  # of training time
+    minutes = default_minutes()  # of training time, as in rl-mind selfplay
     max_updates: int | None = None  # stop after this many updates instead
 
 # %%

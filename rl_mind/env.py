@@ -525,11 +525,12 @@ class VecEnv:
         if self._same_step_reset and "final_obs" in info:
             mask = info.get("_final_obs")
             mask = terminated | truncated if mask is None else np.asarray(mask, dtype=bool)
-            ended = info["final_obs"]  # (sync, async: an object array, one entry per copy)
-            if mask.any() and isinstance(ended, np.ndarray) and ended.dtype == object:
-                final = mask, _stack_rows(ended[mask].tolist())
-            elif mask.any():  # natively vectorized: one batch
-                final = mask, _tree_map(lambda array: np.asarray(array)[mask], ended)
+            if mask.any():
+                ended = info["final_obs"]  # (sync, async: an object array, one entry per copy)
+                if isinstance(ended, np.ndarray) and ended.dtype == object:
+                    final = mask, _stack_rows(ended[mask].tolist())
+                else:  # natively vectorized: one batch
+                    final = mask, _tree_map(lambda array: np.asarray(array)[mask], ended)
         return obs, reward, terminated, truncated, final
 
     def _to_numpy_actions(

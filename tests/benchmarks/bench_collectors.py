@@ -15,7 +15,9 @@ buffer Stable-Baselines3 uses: its bare writes, and the whole work of Stable-Bas
 
 The machine is shared and noisy: contestants are timed in interleaved rounds, and the
 report gives the median of the per-round ratios to the baseline, with a 95% confidence
-interval of that median. In a round every contestant takes one turn, in a new random order
+interval of that median, and the throughput ratio (all steps over all the time of all
+rounds: work a contestant puts off to a few turns, which a median leaves out, counts there
+too). In a round every contestant takes one turn, in a new random order
 (so that all of them see the same moments of the machine and none always runs right after
 the baseline). A turn is one call of a chunk of work (``collect(n)``, or ``n`` calls of
 ``collect(1)``, or ``n`` steps of the baseline loop; for ``EpisodeCollector``, ``q``
@@ -308,6 +310,7 @@ def measure_collectors(
         **runs,
     }
     rates: dict[str, list[float]] = {name: [] for name in contestants}
+    totals = {name: [0, 0.0] for name in contestants}  # env steps, seconds: all rounds
     ratios: dict[str, list[float]] = {name: [] for name in runs}
     to_inline: list[float] = []  # collect(1) / the inline loop
     for run in contestants.values():  # warm up: first calls, first allocations
@@ -321,12 +324,14 @@ def measure_collectors(
         for name in order:
             done, took = timed_steps(contestants[name], turn)
             this_round[name] = done / took
+            totals[name][0] += done
+            totals[name][1] += took
         for name, rate in this_round.items():
             rates[name].append(rate)
         for name in runs:
             ratios[name].append(this_round[name] / this_round[BASELINE_OF[name]])
         to_inline.append(this_round["TransitionCollector.collect(1)"] / this_round[INLINE])
-    return {"rates": rates, "ratios": ratios, "to_inline": to_inline}
+    return {"rates": rates, "ratios": ratios, "to_inline": to_inline, "totals": totals}
 
 
 def bench_collectors(
@@ -371,9 +376,21 @@ def bench_collectors(
             median, low, high = median_interval(pooled)
             medians = [statistics.median(ratios) for ratios in per_process]
             rate = f"{statistics.median(rates[name]):>10,.0f}" if name in rates else " " * 10
+            total = ""
+            if name in BASELINE_OF:  # all steps over all time: work put off to a few turns counts
+                steps, seconds, base_steps, base_seconds = (
+                    sum(part["totals"][who][i] for part in parts)
+                    for who, i in (
+                        (name, 0),
+                        (name, 1),
+                        (BASELINE_OF[name], 0),
+                        (BASELINE_OF[name], 1),
+                    )
+                )
+                total = f"  throughput {steps / seconds / (base_steps / base_seconds):.3f}"
             print(
                 f"   {name:<31}: {rate}   ratio {median:.3f} [{low:.3f}, {high:.3f}] "
-                f"({min(medians):.3f}-{max(medians):.3f})"
+                f"({min(medians):.3f}-{max(medians):.3f}){total}"
             )
 
 

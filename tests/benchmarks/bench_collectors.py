@@ -334,6 +334,12 @@ def measure_collectors(
     return {"rates": rates, "ratios": ratios, "to_inline": to_inline, "totals": totals}
 
 
+def throughput(parts: list[dict[str, Any]], who: str) -> float:
+    """``who``'s env steps per second over all the rounds of the processes ``parts``."""
+    totals = [part["totals"][who] for part in parts]
+    return sum(steps for steps, _ in totals) / sum(took for _, took in totals)
+
+
 def bench_collectors(
     budget: float,
     turn: float,
@@ -378,16 +384,8 @@ def bench_collectors(
             rate = f"{statistics.median(rates[name]):>10,.0f}" if name in rates else " " * 10
             total = ""
             if name in BASELINE_OF:  # all steps over all time: work put off to a few turns counts
-                steps, seconds, base_steps, base_seconds = (
-                    sum(part["totals"][who][i] for part in parts)
-                    for who, i in (
-                        (name, 0),
-                        (name, 1),
-                        (BASELINE_OF[name], 0),
-                        (BASELINE_OF[name], 1),
-                    )
-                )
-                total = f"  throughput {steps / seconds / (base_steps / base_seconds):.3f}"
+                ratio = throughput(parts, name) / throughput(parts, BASELINE_OF[name])
+                total = f"  throughput {ratio:.3f}"
             print(
                 f"   {name:<31}: {rate}   ratio {median:.3f} [{low:.3f}, {high:.3f}] "
                 f"({min(medians):.3f}-{max(medians):.3f}){total}"

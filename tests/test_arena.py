@@ -107,7 +107,7 @@ def test_export_writes_data_that_plays_like_the_policy(tmp_path: Path) -> None:
         "name": "Ada's bot",
         "author": "Ada L.",
         "hidden_sizes": [96, 96],
-        "activation": "tanh",
+        "activation": "relu",  # (the self-play networks' default)
         "ball_forecast": True,
         "rl_mind_version": rl_mind.__version__,
     }
@@ -115,6 +115,12 @@ def test_export_writes_data_that_plays_like_the_policy(tmp_path: Path) -> None:
     assert isinstance(agent, ArenaAgent) and agent.name == "Ada's bot"
     obs = torch.rand(512, 10) * 2 - 1
     np.testing.assert_array_equal(agent.act(obs).numpy(), policy.act(obs).numpy())
+    torch.manual_seed(1)
+    tanh_policy = PongPolicy((96, 96), True, "tanh")
+    tanh_agent = load_submission(export_agent(tanh_policy, tmp_path / "tanh.safetensors",
+                                              name="t", author="Ada L."))  # fmt: skip
+    assert tanh_agent.description.activation == "tanh"
+    np.testing.assert_array_equal(tanh_agent.act(obs).numpy(), tanh_policy.act(obs).numpy())
     assert rl_mind.export_agent is export_agent
 
 

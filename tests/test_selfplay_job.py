@@ -117,6 +117,25 @@ def test_the_networks_read_the_observation_and_the_forecast() -> None:
     assert PongCritic()(obs).shape == PongCritic(ball_forecast=False)(obs).shape == (5,)
 
 
+def test_the_networks_are_relu_mlps_unless_tanh_is_asked_for() -> None:
+    for activation, module in (("relu", nn.ReLU), ("tanh", nn.Tanh)):
+        policy = PongPolicy(activation=activation)
+        critic = PongCritic(activation=activation)
+        for net in (policy.net, critic.net):
+            hidden = [type(layer) for layer in net if not isinstance(layer, nn.Linear)]
+            assert hidden == [module, module]
+        config = fast_config(activation=activation)
+        trainer = SelfPlayTrainer(config)
+        try:
+            assert type(trainer.policy.net[1]) is module is type(trainer.critic.net[1])
+            assert type(trainer.archived_policy(0).net[1]) is module
+        finally:
+            trainer.close()
+    assert type(PongPolicy().net[1]) is nn.ReLU  # the default
+    with pytest.raises(ValueError, match=r"activation must be one of \('relu', 'tanh'\)"):
+        PongPolicy(activation="gelu")
+
+
 def test_gae_bootstraps_a_truncation_but_not_a_termination() -> None:
     reward = torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     value = torch.zeros(3, 2)
@@ -346,6 +365,14 @@ def test_a_checkpoint_of_the_first_format_restarts_the_agent_from_the_learner() 
             assert config_of_checkpoint(state).ball_forecast is True
             with pytest.raises(ValueError, match="ball_forecast=False, this trainer True"):
                 load_trainer_state(restored, old)
+            # a checkpoint saved before the activation setting has tanh networks
+            del old["config"]["activation"]
+            assert config_of_checkpoint(old).activation == "tanh"
+            assert config_of_checkpoint(state).activation == "relu"
+            without = {**state, "config": dict(state["config"])}
+            del without["config"]["activation"]
+            with pytest.raises(ValueError, match="activation='tanh', this trainer 'relu'"):
+                load_trainer_state(restored, without)
         finally:
             restored.close()
     finally:
@@ -681,6 +708,8 @@ def test_the_command_reports_a_run_dir_that_is_a_file(
         ("hidden_sizes", (64, 0)),
         ("hidden_sizes", "64,64"),
         ("pool_sampling", "best"),
+        ("activation", "sigmoid"),
+        ("activation", None),
     ],
 )
 def test_a_bad_setting_is_refused_with_its_name(name: str, value: object) -> None:

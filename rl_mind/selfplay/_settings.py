@@ -19,7 +19,16 @@ from torch import Tensor
 from rl_mind.core import _as_int, _checked_device
 from rl_mind.selfplay.pool import SAMPLING_STRATEGIES
 
-__all__ = ["MAX_SEED", "bool_flags", "observation_shape", "same_shape", "settings", "tensor"]
+__all__ = [
+    "ACTIVATION_NAMES",
+    "MAX_SEED",
+    "activation",
+    "bool_flags",
+    "observation_shape",
+    "same_shape",
+    "settings",
+    "tensor",
+]
 
 # The run derives its other seeds from this one (seed + 2, seed + 1000 * updates + 1, ...),
 # and torch takes seeds below 2**64: a 32-bit seed leaves room for all of them.
@@ -47,6 +56,7 @@ _POSITIVE_NUMBERS = (
 _NON_NEGATIVE_NUMBERS = ("entropy_coef", "value_coef")
 _FRACTIONS = ("gamma", "gae_lambda", "latest_opponent_probability", "policy_averaging")
 _FLAGS = ("train_on_opponent", "ball_forecast")
+ACTIVATION_NAMES = ("relu", "tanh")  # (the hidden layers' activation of the networks)
 
 
 def _is_int(value: Any) -> bool:
@@ -94,7 +104,16 @@ def settings(config: Any) -> None:
     config.hidden_sizes = tuple(int(h) for h in config.hidden_sizes)
     if not isinstance(config.pool_sampling, str) or config.pool_sampling not in SAMPLING_STRATEGIES:
         fail("pool_sampling", f"one of {SAMPLING_STRATEGIES}")
+    if not isinstance(config.activation, str) or config.activation not in ACTIVATION_NAMES:
+        fail("activation", f"one of {ACTIVATION_NAMES}")
     config.device = str(_checked_device(config.device, "SelfPlayConfig"))
+
+
+def activation(name: Any) -> str:
+    """``name`` if it names a hidden-layer activation of the networks, else a ``ValueError``."""
+    if not isinstance(name, str) or name not in ACTIVATION_NAMES:
+        raise ValueError(f"activation must be one of {ACTIVATION_NAMES}, got {name!r}")
+    return name
 
 
 def tensor(obs: Any, caller: str) -> Tensor:

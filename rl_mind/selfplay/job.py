@@ -152,12 +152,14 @@ def config_of_checkpoint(
 ) -> SelfPlayConfig:
     """The config a :func:`trainer_state` was saved with, on ``device`` when given (a run
     saved on a GPU resumes on a machine without one). A checkpoint of the first format
-    predates ``ball_forecast``: its networks saw the bare observation."""
+    predates ``ball_forecast``: its networks saw the bare observation; one without
+    ``activation`` has tanh networks."""
     values = dict(state["config"])
     if device is not None:
         values["device"] = device
     if state.get("format") == _CHECKPOINT_FORMAT_1:
         values.setdefault("ball_forecast", False)
+    values.setdefault("activation", "tanh")  # (saved before the setting: tanh networks)
     known = {field.name for field in dataclasses.fields(SelfPlayConfig)}
     unknown = sorted(set(values) - known)
     if unknown:
@@ -187,7 +189,7 @@ def load_trainer_state(trainer: SelfPlayTrainer, state: Mapping[str, Any]) -> No
         raise ValueError(f"the trainer state lacks {', '.join(missing)}")
     config = trainer.config
     saved = config_of_checkpoint(state, device=config.device)
-    for name in ("hidden_sizes", "ball_forecast"):
+    for name in ("hidden_sizes", "ball_forecast", "activation"):
         if getattr(saved, name) != getattr(config, name):
             raise ValueError(
                 f"the checkpoint's networks have {name}={getattr(saved, name)!r}, this "

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from rl_mind.core import _as_int, _checked_device
 from rl_mind.selfplay.pool import SAMPLING_STRATEGIES
 
 __all__ = [
-    "ACTIVATION_NAMES",
+    "ACTIVATIONS",
     "MAX_SEED",
     "activation",
     "bool_flags",
@@ -56,7 +56,7 @@ _POSITIVE_NUMBERS = (
 _NON_NEGATIVE_NUMBERS = ("entropy_coef", "value_coef")
 _FRACTIONS = ("gamma", "gae_lambda", "latest_opponent_probability", "policy_averaging")
 _FLAGS = ("train_on_opponent", "ball_forecast")
-ACTIVATION_NAMES = ("relu", "tanh")  # (the hidden layers' activation of the networks)
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}  # (the networks' hidden layers)
 
 
 def _is_int(value: Any) -> bool:
@@ -104,16 +104,16 @@ def settings(config: Any) -> None:
     config.hidden_sizes = tuple(int(h) for h in config.hidden_sizes)
     if not isinstance(config.pool_sampling, str) or config.pool_sampling not in SAMPLING_STRATEGIES:
         fail("pool_sampling", f"one of {SAMPLING_STRATEGIES}")
-    if not isinstance(config.activation, str) or config.activation not in ACTIVATION_NAMES:
-        fail("activation", f"one of {ACTIVATION_NAMES}")
+    if not isinstance(config.activation, str) or config.activation not in ACTIVATIONS:
+        fail("activation", f"one of {tuple(ACTIVATIONS)}")
     config.device = str(_checked_device(config.device, "SelfPlayConfig"))
 
 
-def activation(name: Any) -> str:
-    """``name`` if it names a hidden-layer activation of the networks, else a ``ValueError``."""
-    if not isinstance(name, str) or name not in ACTIVATION_NAMES:
-        raise ValueError(f"activation must be one of {ACTIVATION_NAMES}, got {name!r}")
-    return name
+def activation(name: Any) -> type[nn.Module]:
+    """The module of the hidden-layer activation ``name``, else a ``ValueError``."""
+    if not isinstance(name, str) or name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, got {name!r}")
+    return ACTIVATIONS[name]
 
 
 def tensor(obs: Any, caller: str) -> Tensor:

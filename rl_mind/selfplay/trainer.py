@@ -241,15 +241,12 @@ def network_input(obs: Observation, forecast: bool = True) -> Tensor:
 
 
 # %%
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
-
-
 def pong_mlp(
     n_out: int, hidden_sizes: Sequence[int], forecast: bool, gain: float, activation: str
 ) -> nn.Sequential:
     """An MLP from :func:`network_input` to ``n_out``, orthogonally initialised."""
     sizes = [OBSERVATION_SIZE + FORECAST_SIZE * forecast, *hidden_sizes, n_out]
-    mlp = build_mlp(sizes, ACTIVATIONS[check.activation(activation)])
+    mlp = build_mlp(sizes, check.activation(activation))
     linears = [m for m in mlp if isinstance(m, nn.Linear)]
     for layer in linears:
         nn.init.orthogonal_(layer.weight, gain if layer is linears[-1] else math.sqrt(2))

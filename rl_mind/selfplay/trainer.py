@@ -44,14 +44,12 @@ import torch
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
-import rl_mind.envs  # noqa: F401  (registers rl_mind/PongDuel-v0: an explicit opt-in)
 from rl_mind.collectors import RolloutCollector
 from rl_mind.core import Actor, Observation, StochasticAction, TensorStruct
 from rl_mind.data import Rollout, minibatches
 from rl_mind.env import VecEnv
-from rl_mind.envs import BUILTIN_OPPONENTS, PongDuelRules
-from rl_mind.envs.pong_game import OBSERVATION_SIZE
-from rl_mind.envs.pong_opponents import DOWN, STAY, UP
+from rl_mind.envs import BUILTIN_OPPONENTS, PongDuelRules  # (registers rl_mind/PongDuel-v0)
+from rl_mind.envs.pong_game import OBSERVATION_SIZE, PongDuelGame
 from rl_mind.nn import build_mlp, soft_update
 from rl_mind.notebook import Profile, progress_bar
 from rl_mind.selfplay import _settings as check
@@ -60,30 +58,11 @@ from rl_mind.selfplay.matches import play_matches
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
 from rl_mind.selfplay.ratings import EloTable
 
-__all__ = [
-    "AGENT_NAME",
-    "BOTS",
-    "ENV_NAME",
-    "FORECAST_SIZE",
-    "N_ACTIONS",
-    "LiveOpponent",
-    "PongCritic",
-    "PongPolicy",
-    "PoolOpponent",
-    "SelfPlayConfig",
-    "SelfPlayTrainer",
-    "TrainingBatch",
-    "UpdateStats",
-    "ball_forecast",
-    "clipped_policy_loss",
-    "explained_variance",
-    "gae_advantages",
-    "mirror_observation",
-    "network_input",
-    "ppo_loss",
-    "train_for",
-    "value_loss",
-]
+__all__ = ["AGENT_NAME", "BOTS", "ENV_NAME", "FORECAST_SIZE", "N_ACTIONS", "LiveOpponent",
+           "PongCritic", "PongPolicy", "PoolOpponent", "SelfPlayConfig", "SelfPlayTrainer",
+           "TrainingBatch", "UpdateStats", "ball_forecast", "clipped_policy_loss",
+           "explained_variance", "gae_advantages", "mirror_observation", "network_input",
+           "ppo_loss", "train_for", "value_loss"]  # fmt: skip
 
 ENV_NAME = "rl_mind/PongDuel-v0"
 BOTS = tuple(BUILTIN_OPPONENTS)  # ("random", "scripted", "predictive")
@@ -207,7 +186,7 @@ RULES = PongDuelRules()
 FACE_X = RULES.paddle_x - RULES.ball_radius  # where a paddle meets the ball's centre
 WALL = 1.0 - RULES.ball_radius  # where the walls (the court is y in [-1, 1]) reflect it
 FORECAST_SIZE = 3  # what ball_forecast adds to an observation
-N_ACTIONS = len((STAY, UP, DOWN))
+N_ACTIONS = PongDuelGame.n_actions  # 0 stay, 1 up, 2 down
 
 
 def ball_forecast(obs: Tensor) -> Tensor:

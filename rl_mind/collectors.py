@@ -1,27 +1,21 @@
 """Collectors: run an actor in a :class:`~rl_mind.env.VecEnv` and hand back learning data.
 
-==================  ====================  ======================  =====================
-                    TransitionCollector   EpisodeCollector        RolloutCollector
-==================  ====================  ======================  =====================
-``collect(n)``      ``n`` steps           ``n`` episodes (≥)      ``n`` steps
-returns             ``Transitions``       ``list[Episode]``       ``Rollout [n, B]``
-                    ``[≤ n·B]``
-for                 DQN, DDPG, TD3, SAC   REINFORCE               A2C, PPO
-reset mode          either (next-step:    either                  same-step only
-                    reset rows dropped)
-environment state   kept across calls     reset at each call      kept across calls
-==================  ====================  ======================  =====================
+- :class:`TransitionCollector`: ``collect(n_steps)`` -> ``Transitions [≤ n_steps·B]``, for
+  DQN, DDPG, TD3 and SAC; in next-step reset mode the reset rows are dropped.
+- :class:`RolloutCollector`: ``collect(n_steps)`` -> ``Rollout [n_steps, B]``, for A2C and
+  PPO; same-step reset mode only.
+- :class:`EpisodeCollector`: ``collect(n_episodes)`` -> ``list[Episode]`` (at least
+  ``n_episodes``), for REINFORCE; it resets the environment at each call, where the other
+  two carry its state over from one call to the next.
 
-Every collector runs the actor under ``torch.no_grad()`` (data is recorded, not
-differentiated: the loss recomputes what needs gradients), moves observations to the
-actor's device, counts the recorded environment steps in ``.steps``, and reports the
-returns and lengths of the episodes that *ended* during the last ``collect`` in
-``.episode_returns`` / ``.episode_lengths`` (for training-progress logs).
+Every collector runs the actor under ``torch.no_grad()`` (the loss recomputes what needs
+gradients), moves observations to the actor's device, counts the recorded steps in
+``.steps``, and reports the returns and lengths of the episodes that ended during the last
+``collect`` in ``.episode_returns`` / ``.episode_lengths``.
 
-What the reader must not get wrong: the per-step loop only calls the actor and the
-environment and keeps the numpy arrays gymnasium returned (list appends); stacking them,
-the conversion to tensors and all bookkeeping (dropping reset rows, episode returns,
-splitting episodes) are done once per ``collect`` with array operations.
+The per-step loop only calls the actor and the environment and appends gymnasium's numpy
+arrays to lists; stacking them, the conversion to tensors and the bookkeeping (dropping
+reset rows, episode returns, splitting episodes) happen once per ``collect``.
 """
 
 from __future__ import annotations
@@ -96,12 +90,10 @@ def _first_tensor(actor: Any) -> Tensor | None:
 
 
 class _EpisodeStats:
-    """The return and length of each copy's running episode, and the returns and lengths of
-    the episodes that ended in the last call's steps (what the collector reports).
-
-    A call's steps are queued and added when the statistics are read (or when many calls
-    wait), so that ``collect(1)`` at every step pays nothing for statistics nobody reads.
-    Queued arrays must not be shared with the data handed to the user."""
+    """The return and length of each copy's running episode, and those of the episodes that
+    ended during the last call. A call's steps are queued and added up when the statistics
+    are read (or when many calls wait): ``collect(1)`` does not pay for statistics nobody
+    reads. Queued arrays must not be shared with the data handed to the user."""
 
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
@@ -172,15 +164,9 @@ class _EpisodeStats:
 
 
 class _Recording:
-    """The steps of one ``collect``: during the steps, only references to the arrays
-    gymnasium returned are kept (a list append each, the cheapest thing to do between two
-    actor calls); :meth:`finish` stacks them into ``[T, B]`` numpy arrays once, at the end,
-    and those become tensors.
-
-    The ``VecEnv``'s arrays are fresh at every step (natively vectorized environments make
-    new ones; of sync and async ones, which rewrite one buffer, the ``VecEnv`` returns a
-    copy), and it hands them out as tensors without copies too: the references stay valid.
-    """
+    """The steps of one ``collect``: the numpy arrays of each step, in lists, which
+    :meth:`finish` stacks into ``[T, B]`` arrays once, after the last step. (The ``VecEnv``
+    returns fresh arrays at every step, so the references stay valid.)"""
 
     def __init__(self, first_obs: Any, first_reset: np.ndarray | None) -> None:
         # the observations (numpy arrays, or dicts of them): the first, then one per step

@@ -1,10 +1,8 @@
 """The vectorized environment: ``B`` copies of a gymnasium environment that speak torch.
 
-:class:`VecEnv` wraps ``gymnasium.make_vec``: a natively vectorized environment (registered
-with a ``vector_entry_point``) steps its copies with array operations; any other runs them in
-one process (``sync``) or in subprocesses (``asynchronous=True``).
-
-Two auto-reset modes (gymnasium's ``AutoresetMode``), because learners need different data:
+:class:`VecEnv` wraps ``gymnasium.make_vec`` (a natively vectorized environment steps its
+copies with array operations). Two auto-reset modes (gymnasium's ``AutoresetMode``), because
+learners need different data (docs/guide/vecenv.md shows both step by step):
 
 - **Next-step** (default): the step that ends an episode returns its final observation; the
   *next* step ignores that copy's action and returns a new episode's first observation
@@ -15,11 +13,11 @@ Two auto-reset modes (gymnasium's ``AutoresetMode``), because learners need diff
 
 What not to get wrong: ``terminated`` is a terminal state (its value is 0: do not bootstrap);
 ``truncated`` is an episode cut short, e.g. by a time limit (bootstrap from ``next_obs``).
-A bad argument is refused before anything is built or stepped: the environment stays as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -37,29 +35,22 @@ from torch import Tensor
 from rl_mind.core import Action, Observation, TensorStruct, _as_int, _checked_device
 
 __all__ = ["EnvStep", "VecEnv"]
-
 _Wrapper = Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]
+_Arrays = tuple[Any, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, Any] | None]
+_FLOAT32, _BOOL, _INT64 = np.dtype(np.float32), np.dtype(np.bool_), np.dtype(np.int64)
+_ACTOR_ROWS = "one per row of the observation the actor got (collect(1) skips resetting copies)"
 
 
 @dataclasses.dataclass(frozen=True)
 class EnvStep(TensorStruct):
-    """What ``VecEnv.step`` returns, one row per copy.
+    """What ``VecEnv.step`` returns, one row per copy."""
 
-    - ``obs``: ``[B, ...]`` what to act on next (after an auto-reset: a new episode's first).
-    - ``next_obs``: ``[B, ...]`` the true successor of the observation that was acted on.
-    - ``reward``: ``[B]`` float32.
-    - ``terminated``: ``[B]`` bool, a terminal state was reached (no bootstrap).
-    - ``truncated``: ``[B]`` bool, the episode was cut short (bootstrap from ``next_obs``).
-    - ``autoreset``: ``[B]`` bool, next-step mode: this row ignored its action and reset the
-      copy, so it is not a transition (always false in same-step mode).
-    """
-
-    obs: Observation
-    next_obs: Observation
-    reward: Tensor
-    terminated: Tensor
-    truncated: Tensor
-    autoreset: Tensor
+    obs: Observation  # [B, ...] what to act on next (after an auto-reset: a new episode's first)
+    next_obs: Observation  # [B, ...] the true successor of the observation acted on
+    reward: Tensor  # [B] float32
+    terminated: Tensor  # [B] bool: a terminal state was reached (no bootstrap)
+    truncated: Tensor  # [B] bool: the episode was cut short (bootstrap from next_obs)
+    autoreset: Tensor  # [B] bool, next-step mode: the row reset its copy, not a transition
 
     @property
     def done(self) -> Tensor:
@@ -70,12 +61,11 @@ class EnvStep(TensorStruct):
 @functools.cache
 def _dict_struct_class(keys: tuple[str, ...]) -> type[TensorStruct]:
     """A ``TensorStruct`` subclass with one field per key of a ``Dict`` space."""
-    for key in keys:
-        if not key.isidentifier():
-            raise ValueError(
-                f"Dict observation key {key!r} is not a valid Python identifier, so it cannot "
-                f"become a field; rename it with a gymnasium observation wrapper"
-            )
+    if bad := [key for key in keys if not key.isidentifier()]:
+        raise ValueError(
+            f"Dict observation keys {bad} are not valid Python identifiers, so they cannot "
+            f"become fields; rename them with a gymnasium observation wrapper"
+        )
     fields = [(key, Any) for key in keys]
     cls = dataclasses.make_dataclass("DictObservation", fields, bases=(TensorStruct,), frozen=True)
     cls.__module__ = __name__
@@ -117,24 +107,21 @@ class _Converter:
 
 
 def _tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
-    """``fn`` applied leaf by leaf to numpy observations (arrays, or dicts of them for ``Dict``
-    spaces; ``rest`` have the same structure)."""
+    """``fn`` leaf by leaf over numpy observations (arrays, or dicts of them; ``rest`` alike)."""
     if isinstance(tree, Mapping):
         return {key: _tree_map(fn, tree[key], *(r[key] for r in rest)) for key in tree}
     return fn(tree, *rest)
 
 
 def _stack_rows(items: Sequence[Any]) -> Any:
-    """Numpy observations of one shape (arrays, or dicts of them) stacked along a new leading
-    dimension (single-copy ones into ``[B]``, ``[B]`` ones into ``[T, B]``)."""
+    """Numpy observations of one shape (arrays, or dicts of them) stacked on a new first axis."""
     if isinstance(items[0], Mapping):
         return {key: _stack_rows([item[key] for item in items]) for key in items[0]}
     return np.array(items)
 
 
 def _with_final_rows(obs: Any, final: tuple[np.ndarray, Any]) -> Any:
-    """A copy of the numpy observations ``obs`` whose rows ``final[0]`` (a mask) are replaced
-    by the final observations ``final[1]`` (same-step mode: the true successors)."""
+    """A copy of ``obs`` with the final observations ``final[1]`` in the rows ``final[0]``."""
     mask, rows = final
 
     def put(array: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -145,16 +132,11 @@ def _with_final_rows(obs: Any, final: tuple[np.ndarray, Any]) -> Any:
     return _tree_map(put, obs, rows)
 
 
-_FLOAT32, _BOOL, _INT64 = np.dtype(np.float32), np.dtype(np.bool_), np.dtype(np.int64)
-
-
 def _tensor(array: Any, dtype: np.dtype[Any], device: torch.device | None) -> Tensor:
-    """A [B] numpy array as a tensor of ``dtype`` (zero-copy when it already is one; ``is``:
-    numpy's dtypes are singletons); ``device`` None means the CPU."""
+    """A [B] numpy array as a tensor of ``dtype`` on ``device`` (None: CPU), copied if need be."""
     if type(array) is not np.ndarray or array.dtype is not dtype:
         array = np.asarray(array).astype(dtype)
-    tensor = torch.from_numpy(array)
-    return tensor if device is None else tensor.to(device)
+    return torch.from_numpy(array) if device is None else torch.from_numpy(array).to(device)
 
 
 def _bad_values(array: np.ndarray, bad: np.ndarray) -> str:
@@ -167,9 +149,7 @@ def _bad_values(array: np.ndarray, bad: np.ndarray) -> str:
 
 
 def _env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
-    """gymnasium's spec of the id ``env_name``: a ``TypeError`` for what is not an id (as an
-    environment object), a ``ValueError`` for an unknown id (with gymnasium's close matches)."""
-    if not isinstance(env_name, str):
+    if not isinstance(env_name, str):  # (an environment object, say: name its id)
         made_from = getattr(getattr(env_name, "spec", None), "id", None)
         hint = f" (pass its id, {made_from!r}, instead)" if isinstance(made_from, str) else ""
         raise TypeError(
@@ -178,10 +158,10 @@ def _env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
         )
     try:
         return gym.spec(env_name)
-    except gym.error.Error as error:
-        hint = ""  # (importing rl_mind alone registers none of the package's own ids)
-        own = ("rl_mind/", "CartPoleContinuous")
-        if env_name.startswith(own) and "rl_mind.envs" not in sys.modules:
+    except gym.error.Error as error:  # (gymnasium's message names the close matches)
+        hint = ""  # importing rl_mind alone registers none of the package's own ids
+        own = env_name.startswith(("rl_mind/", "CartPoleContinuous"))
+        if own and "rl_mind.envs" not in sys.modules:
             ids = ["CartPoleContinuous-v1", "rl_mind/PongDuel-v0"]
             hint = f"; the package's own environments {ids} are registered by `import rl_mind.envs`"
         raise ValueError(f"unknown environment id {env_name!r}: {error}{hint}") from None
@@ -197,8 +177,7 @@ def _checked_seed(seed: Any, owner: str) -> int | None:
 
 
 def _checked_wrappers(wrappers: Any) -> list[_Wrapper]:
-    """``wrappers`` as a list of callables, each checked to return an environment when applied
-    (a ``TypeError`` that says what to pass instead)."""
+    """``wrappers`` as a list of callables, each checked to return an environment when applied."""
     if callable(wrappers) or not isinstance(wrappers, Sequence) or isinstance(wrappers, str):
         name = getattr(wrappers, "__name__", type(wrappers).__name__)
         got = f"{name} alone; wrap it in a list: wrappers=[{name}]"  # (a wrapper alone)
@@ -214,13 +193,12 @@ def _checked_wrappers(wrappers: Any) -> list[_Wrapper]:
                 f"VecEnv: wrappers[{i}] is {wrapper!r} ({type(wrapper).__name__}), expected "
                 f"a wrapper constructor (a callable env -> env, e.g. gymnasium.wrappers.TimeLimit)"
             )
+    # (partials of a module-level function, not closures: the async copies must pickle them)
     return [functools.partial(_apply_wrapper, wrapper, i) for i, wrapper in enumerate(wrappers)]
 
 
 def _apply_wrapper(wrapper: _Wrapper, i: int, env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
-    """``wrapper(env)``, checked to be a gymnasium environment (``wrapper`` is ``wrappers[i]``)."""
-    wrapped = wrapper(env)
-    if not isinstance(wrapped, gym.Env):
+    if not isinstance(wrapped := wrapper(env), gym.Env):
         raise TypeError(
             f"VecEnv: wrappers[{i}] returned a {type(wrapped).__name__}, expected the wrapped "
             f"gymnasium environment (a wrapper function must return the environment it wraps)"
@@ -229,8 +207,7 @@ def _apply_wrapper(wrapper: _Wrapper, i: int, env: gym.Env[Any, Any]) -> gym.Env
 
 
 def _actions_to_numpy(value: Tensor) -> np.ndarray:
-    """Actions that ``numpy()`` refuses as a numpy array; a floating-point dtype numpy lacks
-    (bfloat16) becomes float32, which the action checks then judge."""
+    """Actions that ``numpy()`` refuses as a numpy array (bfloat16 ones as float32)."""
     if value.is_meta:
         raise ValueError(
             "step: the actions are on the meta device, which holds no values; compute them "
@@ -239,7 +216,7 @@ def _actions_to_numpy(value: Tensor) -> np.ndarray:
     value = value.detach().cpu()
     try:
         return value.numpy()
-    except TypeError:
+    except TypeError:  # a dtype numpy lacks: a floating-point one is judged as float32
         if value.is_floating_point():
             return value.float().numpy()
         raise TypeError(
@@ -248,38 +225,24 @@ def _actions_to_numpy(value: Tensor) -> np.ndarray:
         ) from None
 
 
-# what the actions' rows stand for when the actor acted for some copies only
-_ACTOR_ROWS = (
-    "one per row of the observation given to the actor: in next-step mode, collect(1) "
-    "leaves out the copies that only reset at this step"
-)
+def _size(space: Any, kind: type[Any], name: str, hint: str = "") -> int:
+    if not isinstance(space, kind):
+        of = "observation" if name in ("observation_dim", "n_states") else "action"
+        raise TypeError(f"{name} is defined for {kind.__name__} {of} spaces, got {space}{hint}")
+    return int(space.n) if kind is spaces.Discrete else int(np.prod(space.shape))
+
+
+def _read_only(attribute: str) -> Any:  # a property; the class annotation gives its type
+    return property(lambda self: getattr(self, attribute))
 
 
 class VecEnv:
-    """``num_envs`` copies of a gymnasium environment, stepped together, in torch tensors.
-
-    Args:
-        env_name: a registered gymnasium id (``"CartPole-v1"``, ``"rl_mind/PongDuel-v0"``).
-        num_envs: the number of copies ``B``.
-        seed: an int >= 0 or None: seeds the copies at the first ``reset`` (and the action
-            space). Sync and async copy ``i`` gets ``seed + i``; a natively vectorized
-            environment seeds its own generator (the same seed may start differently).
-        same_step_reset: the auto-reset mode (see the module docstring). Required by
-            :class:`~rl_mind.collectors.RolloutCollector`.
-        wrappers: a list of gymnasium wrapper constructors (``env -> env``, such as
-            ``gymnasium.wrappers.TimeLimit``), applied to each copy in order (this disables
-            native vectorization).
-        asynchronous: run each copy in its own subprocess (for slow environments).
-        device: where the returned tensors live (actions may come from any device).
-        **env_kwargs: passed to the environment's constructor (e.g. ``render_mode``).
-
-    ``reset()`` returns observations ``[B, obs_dim]`` (float32 for ``Box``, ``[B]`` long state
-    indices for ``Discrete``, a ``TensorStruct`` with a field per key for ``Dict``);
-    ``step(actions)`` an :class:`EnvStep`. The read-only properties give back the arguments,
-    one copy's ``observation_space`` and ``action_space`` and their sizes, and gymnasium's
-    ``gym_env`` (sync and async: built with ``copy=False``, so its own ``step`` and ``reset``
-    rewrite the same observation arrays).
-    """
+    """``num_envs`` copies of the gymnasium environment ``env_name`` (a registered id), in torch
+    tensors on ``device`` (actions may come from any device). ``seed`` seeds the first ``reset``
+    and the action space; ``same_step_reset`` picks the auto-reset mode; ``wrappers`` (``env ->
+    env`` constructors) wrap each copy in order; ``asynchronous`` runs each copy in a subprocess;
+    ``env_kwargs`` go to the environment's constructor. Bad arguments or actions are refused
+    before anything is built or stepped."""
 
     def __init__(
         self,
@@ -293,24 +256,21 @@ class VecEnv:
         device: torch.device | str | None = None,
         **env_kwargs: Any,
     ) -> None:
-        count = _as_int(num_envs)
-        if count is None or count <= 0:
+        if (count := _as_int(num_envs)) is None or count <= 0:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self._seed = _checked_seed(seed, "VecEnv")
         self._device = _checked_device(device, "VecEnv")
         checked_wrappers = _checked_wrappers(wrappers)
-        spec = _env_spec(env_name, "VecEnv")
         self._env_name, self._num_envs, self._wrappers = env_name, count, tuple(wrappers)
         self._same_step_reset, self._env_kwargs = bool(same_step_reset), dict(env_kwargs)
-        mode = AutoresetMode.SAME_STEP if same_step_reset else AutoresetMode.NEXT_STEP
-        self._gym_env = self._make(spec, mode, checked_wrappers, asynchronous)
-        # sync and async environments rewrite one observation buffer (copy=False): we copy it
-        self._copy_obs = self._vectorization_mode != "vector_entry_point"
+        self._gym_env = self._make(_env_spec(env_name, "VecEnv"), checked_wrappers, asynchronous)
+        self._copy_obs = self._vectorization_mode != "vector_entry_point"  # (see _make)
         self._observation_space = self._gym_env.single_observation_space
         self._action_space = space = self._gym_env.single_action_space
         self._convert = _Converter(self._observation_space, self._device)
         self._continuous = isinstance(space, spaces.Box)
-        self._action_values: frozenset[int] | None = None  # (see _to_numpy_actions)
+        # the valid actions of a small discrete space, for the quick check of _to_numpy_actions
+        self._action_values: frozenset[int] | None = None
         if isinstance(space, spaces.Discrete):
             low, high = int(space.start), int(space.start + space.n)
             self._action_low, self._action_high = low, high
@@ -322,145 +282,75 @@ class VecEnv:
         else:
             raise TypeError(f"VecEnv supports Discrete and Box action spaces, got {space}")
         self._action_dtype = dtype = np.dtype(space.dtype)  # type: ignore[arg-type]
-        # the largest continuous action the space's dtype holds (see _checked_actions)
         self._action_limit = float(np.finfo(dtype).max) if dtype.kind == "f" else None
-        # next-step mode: the actions of the copies that reset when the actor acted only for
-        # the others: a valid one each (the lowest, or 0 clipped), which they ignore
+        # a valid action per copy, for the copies that reset while the actor acted for the others
         self._filler = np.repeat(one[None], count, axis=0)
         self._no_reset = torch.zeros(count, dtype=torch.bool, device=self._device)
-        # (terminated, truncated) of the last step, None after a reset: in next-step mode,
-        # the copies that ended there are auto-reset by the next step
         self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
         self._needs_reset, self._closed = True, False
         if self._seed is not None:
             space.seed(self._seed)
 
-    def _make(
-        self, spec: Any, mode: AutoresetMode, wrappers: list[Any], asynchronous: bool
-    ) -> VectorEnv[Any, Any, Any]:
-        """gymnasium's vector environment: native if the id has a vector entry point that does
-        ``mode`` (and neither wrappers nor subprocesses are asked for), else sync or async."""
-        num_envs, kwargs = self._num_envs, dict(self._env_kwargs)
+    def _make(self, spec: Any, wrappers: list[Any], asynchronous: bool) -> VectorEnv[Any, Any, Any]:
+        """gymnasium's vector environment: native if the id has one for our auto-reset mode."""
+        mode = AutoresetMode.SAME_STEP if self._same_step_reset else AutoresetMode.NEXT_STEP
+        kwargs = dict(self._env_kwargs)
         if spec.vector_entry_point is not None and not wrappers and not asynchronous:
             creator = spec.vector_entry_point
             if isinstance(creator, str):
                 creator = gym.envs.registration.load_env_creator(creator)
-            try:  # (pass the mode to a creator that takes it)
-                parameters = list(inspect.signature(creator).parameters.values())
-            except (TypeError, ValueError):
-                parameters = []
-            if any(p.name == "autoreset_mode" or p.kind is p.VAR_KEYWORD for p in parameters):
+            with contextlib.suppress(TypeError, ValueError):  # (a creator that takes the mode)
+                inspect.signature(creator).bind_partial(autoreset_mode=mode)
                 kwargs["autoreset_mode"] = mode
-            env = gym.make_vec(spec.id, num_envs, "vector_entry_point", **kwargs)
+            env = gym.make_vec(spec.id, self._num_envs, "vector_entry_point", **kwargs)
             if env.metadata.get("autoreset_mode") == mode:
                 self._vectorization_mode = "vector_entry_point"
                 return env
-            env.close()  # its auto-reset mode is not the one asked for: fall back to sync
+            env.close()  # it does another auto-reset mode: fall back to sync
         self._vectorization_mode = name = "async" if asynchronous else "sync"
-        # copy=False: gymnasium returns its own observation buffer, rewritten at every step,
-        # which _step_arrays copies plainly (copy=True would deep-copy it)
-        vector_kwargs = {"autoreset_mode": mode, "copy": False}
-        return gym.make_vec(spec.id, num_envs, name, vector_kwargs, wrappers, **kwargs)
+        vector_kwargs = {"autoreset_mode": mode, "copy": False}  # (we copy its one buffer)
+        return gym.make_vec(spec.id, self._num_envs, name, vector_kwargs, wrappers, **kwargs)
 
-    # ------------------------------------------------------------------ properties
-    @property
-    def num_envs(self) -> int:
-        return self._num_envs
-
-    @property
-    def env_name(self) -> str:
-        return self._env_name
-
-    @property
-    def same_step_reset(self) -> bool:
-        return self._same_step_reset
-
-    @property
-    def device(self) -> torch.device:
-        """The device of the returned tensors."""
-        return self._device
-
-    @property
-    def wrappers(self) -> tuple[_Wrapper, ...]:
-        return self._wrappers
+    num_envs: int = _read_only("_num_envs")
+    env_name: str = _read_only("_env_name")
+    same_step_reset: bool = _read_only("_same_step_reset")
+    device: torch.device = _read_only("_device")
+    wrappers: tuple[_Wrapper, ...] = _read_only("_wrappers")
+    vectorization_mode: str = _read_only("_vectorization_mode")  # native, "sync" or "async"
+    observation_space: spaces.Space[Any] = _read_only("_observation_space")  # (one copy's)
+    action_space: spaces.Space[Any] = _read_only("_action_space")  # (one copy's)
+    is_continuous: bool = _read_only("_continuous")  # (a Box action space, not a Discrete one)
+    gym_env: VectorEnv[Any, Any, Any] = _read_only("_gym_env")
 
     @property
     def env_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments given to the environment's constructor (a copy)."""
-        return dict(self._env_kwargs)
-
-    @property
-    def vectorization_mode(self) -> str:
-        """``"vector_entry_point"`` (natively vectorized), ``"sync"`` or ``"async"``."""
-        return self._vectorization_mode
-
-    @property
-    def observation_space(self) -> spaces.Space[Any]:
-        return self._observation_space
-
-    @property
-    def action_space(self) -> spaces.Space[Any]:
-        return self._action_space
+        return dict(self._env_kwargs)  # (a copy: changing it changes nothing here)
 
     @property
     def observation_dim(self) -> int:
-        """The size of a flat ``Box`` observation."""
-        space = self._observation_space
-        if not isinstance(space, spaces.Box):
-            hint = " (use n_states)" if isinstance(space, spaces.Discrete) else ""
-            raise TypeError(
-                f"observation_dim is defined for Box observation spaces, got {space}{hint}"
-            )
-        return int(np.prod(space.shape))
+        hint = " (use n_states)" if isinstance(self._observation_space, spaces.Discrete) else ""
+        return _size(self._observation_space, spaces.Box, "observation_dim", hint)
 
     @property
     def n_states(self) -> int:
-        """The number of states of a tabular (``Discrete``) observation space."""
-        space = self._observation_space
-        if not isinstance(space, spaces.Discrete):
-            raise TypeError(f"n_states is defined for Discrete observation spaces, got {space}")
-        return int(space.n)
-
-    @property
-    def is_continuous(self) -> bool:
-        """True for a ``Box`` action space, False for ``Discrete``."""
-        return self._continuous
+        return _size(self._observation_space, spaces.Discrete, "n_states")
 
     @property
     def n_actions(self) -> int:
-        """The number of discrete actions."""
-        if not isinstance(space := self._action_space, spaces.Discrete):
-            raise TypeError(
-                f"n_actions is defined for Discrete action spaces, got {space} (use action_dim)"
-            )
-        return int(space.n)
+        return _size(self._action_space, spaces.Discrete, "n_actions", " (use action_dim)")
 
     @property
     def action_dim(self) -> int:
-        """The size of a continuous (``Box``) action."""
-        if not isinstance(space := self._action_space, spaces.Box):
-            raise TypeError(
-                f"action_dim is defined for Box action spaces, got {space} (use n_actions)"
-            )
-        return int(np.prod(space.shape))
-
-    @property
-    def gym_env(self) -> VectorEnv[Any, Any, Any]:
-        return self._gym_env
+        return _size(self._action_space, spaces.Box, "action_dim", " (use n_actions)")
 
     @property
     def gym_unwrapped(self) -> Any:
         """The unwrapped environment: the first copy, or the native vector environment."""
-        env = self._gym_env
-        return env.envs[0].unwrapped if hasattr(env, "envs") else env.unwrapped
+        return getattr(self._gym_env, "envs", [self._gym_env])[0].unwrapped
 
-    # ------------------------------------------------------------------ stepping
     def reset(self, seed: int | None = None) -> Observation:
-        """Reset every copy; returns the first observations ``[B, ...]``.
-
-        ``seed`` (or, at the first reset, the constructor's seed) seeds copy ``i`` with
-        ``seed + i`` (a natively vectorized environment: its own generator from ``seed``).
-        """
+        """The first observations ``[B, ...]``; copy ``i`` is seeded with ``seed + i`` (a
+        natively vectorized environment seeds its own generator with ``seed``)."""
         return self._convert(self._reset_arrays(seed))
 
     def _reset_arrays(self, seed: int | None = None) -> Any:
@@ -478,41 +368,29 @@ class VecEnv:
             raise RuntimeError(f"VecEnv({self._env_name!r}) is closed")
 
     def step(self, actions: Tensor | Action) -> EnvStep:
-        """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float).
-
-        Bad actions (wrong shape or dtype, a discrete one out of range, a continuous one not
-        finite or beyond the space's dtype, on the meta device) raise a ``ValueError``
-        (``TypeError`` for what is not a tensor) before any copy steps.
-        """
+        """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float); bad
+        actions raise a ``ValueError`` (``TypeError``: not a tensor) before any copy steps."""
         pending = self._reset_pending()
-        obs_np, reward, terminated, truncated, final = self._step_arrays(actions)
+        obs_np, reward_np, terminated_np, truncated_np, final = self._step_arrays(actions)
         obs = next_obs = self._convert(obs_np)
         if final is not None:  # same-step mode: the true successors of the ended copies
             next_obs = self._convert(_with_final_rows(obs_np, final))
         device = None if self._convert.on_cpu else self._device
-        return EnvStep._trusted(
-            obs,
-            next_obs,
-            _tensor(reward, _FLOAT32, device),
-            _tensor(terminated, _BOOL, device),
-            _tensor(truncated, _BOOL, device),
-            self._no_reset if pending is None else _tensor(pending, _BOOL, device),
-        )
+        reward = _tensor(reward_np, _FLOAT32, device)
+        terminated = _tensor(terminated_np, _BOOL, device)
+        truncated = _tensor(truncated_np, _BOOL, device)
+        autoreset = self._no_reset if pending is None else _tensor(pending, _BOOL, device)
+        return EnvStep._trusted(obs, next_obs, reward, terminated, truncated, autoreset)
 
     def _reset_pending(self) -> np.ndarray | None:
-        """Next-step mode: ``[B]`` bool, the copies whose next step is an auto-reset (they
-        ended at the last step); None in same-step mode and after a reset."""
+        """Next-step mode: ``[B]`` bool, the copies that the next step auto-resets (else None)."""
         if self._same_step_reset or self._last_flags is None:
             return None
         return self._last_flags[0] | self._last_flags[1]
 
-    def _step_arrays(
-        self, actions: Tensor | Action, rows: np.ndarray | None = None
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, Any] | None]:
-        """``step`` in gymnasium's numpy arrays (what the collectors record):
-        ``(obs, reward, terminated, truncated, final)``, where ``final`` is None or, in
-        same-step mode, ``(mask, rows)``: the final observations of the copies that ended.
-        ``rows``: as for ``_to_numpy_actions``."""
+    def _step_arrays(self, actions: Tensor | Action, rows: np.ndarray | None = None) -> _Arrays:
+        """``step`` in gymnasium's numpy arrays (what the collectors record); ``final``: None,
+        or in same-step mode ``(mask, rows)``: the final observations of the ended copies."""
         if self._closed or self._needs_reset:
             self._check_open()
             raise RuntimeError("call reset() before step()")
@@ -536,9 +414,8 @@ class VecEnv:
     def _to_numpy_actions(
         self, actions: Tensor | Action, rows: np.ndarray | None = None
     ) -> np.ndarray:
-        """``actions`` checked and converted for gymnasium. With ``rows`` (next-step mode: the
-        copies that do not reset at this step), ``actions`` has one row per copy of ``rows``;
-        the other copies, which ignore their action, get a valid one."""
+        """``actions`` checked and converted for gymnasium. With ``rows`` (the copies that do
+        not reset at this step), one action per row; the others get a valid one they ignore."""
         value = actions.value if isinstance(actions, Action) else actions
         if not isinstance(value, Tensor):
             raise TypeError(
@@ -549,15 +426,9 @@ class VecEnv:
         except (RuntimeError, TypeError):  # on a GPU, with gradients, of a dtype numpy lacks
             array = _actions_to_numpy(value)
         B = self._num_envs if rows is None else len(rows)
-        valid = self._action_values  # (None: a continuous space, or one too large for a set)
-        # the marked fast path: usual discrete actions pass with a set lookup each; anything
-        # else (or anything wrong) goes through the full checks
-        if not (
-            array.dtype is _INT64
-            and valid is not None
-            and array.shape == (B,)
-            and valid.issuperset(array.tolist())
-        ):
+        # the marked fast path: usual discrete actions pass with a set lookup each, else full checks
+        usual, valid = array.dtype is _INT64 and array.shape == (B,), self._action_values
+        if not (usual and valid is not None and valid.issuperset(array.tolist())):
             array = self._checked_actions(array, B, rows, value.dtype)
         if rows is None:
             return array
@@ -568,8 +439,6 @@ class VecEnv:
     def _checked_actions(
         self, array: np.ndarray, B: int, rows: np.ndarray | None, dtype: torch.dtype
     ) -> np.ndarray:
-        """``B`` actions (from a tensor of ``dtype``) checked for the action space and as
-        gymnasium wants them, else a ``ValueError`` that says what is wrong."""
         of = "num_envs" if rows is None else _ACTOR_ROWS
         if self._continuous:
             shape = (B, *self._action_space.shape)  # type: ignore[misc]
@@ -581,22 +450,21 @@ class VecEnv:
                 )
             if array.dtype.kind != "f":
                 raise ValueError(f"expected floating-point continuous actions, got dtype {dtype}")
-            # actions wider than the space's dtype (float64 for float32) must fit in it, or the
-            # cast makes them inf: |a| <= its max (which refuses NaN and inf too)
-            limit = self._action_limit
-            if limit is not None and array.dtype.itemsize > self._action_dtype.itemsize:
-                fits = np.abs(array) <= limit
+            # a wider float (float64 for a float32 space) must fit, or the cast makes it inf
+            limit, space_dtype = self._action_limit, self._action_dtype
+            if limit is not None and array.dtype.itemsize > space_dtype.itemsize:
+                fits = np.abs(array) <= limit  # (refuses NaN and inf too)
             else:
                 fits = np.isfinite(array)
             if not fits.all():
                 wrong = np.flatnonzero(~fits.reshape(B, -1).all(1))
-                fit = f" and must fit the action space's dtype {self._action_dtype}"
+                fit = f" and must fit the action space's dtype {space_dtype}"
                 fit = "" if limit is None else f"{fit} (|a| <= {limit:.4g})"
                 raise ValueError(
                     f"continuous actions must be finite{fit}, got {_bad_values(array, wrong)} "
                     f"in rows {wrong.tolist()}"
                 )
-            return array.astype(self._action_dtype, copy=False)
+            return array.astype(space_dtype, copy=False)
         if array.shape != (B,):
             hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
             raise ValueError(
@@ -608,13 +476,11 @@ class VecEnv:
                 f"use actions.long() if the values are whole numbers"
             )
         low, high = self._action_low, self._action_high
-        outside = (array < low) | (array >= high)
-        if outside.any():
+        if (outside := (array < low) | (array >= high)).any():
             bad = _bad_values(array, np.flatnonzero(outside))
             raise ValueError(f"discrete actions must lie in [{low}, {high - 1}], got {bad}")
         return array if array.dtype is _INT64 else array.astype(np.int64)
 
-    # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
         """Close every copy (and subprocesses in asynchronous mode). Idempotent."""
         if not self._closed:

@@ -87,10 +87,8 @@ class _Converter:
         elif isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
             self.dtype = torch.long
         else:
-            raise TypeError(
-                f"VecEnv supports Box, Discrete, MultiDiscrete, MultiBinary and Dict "
-                f"observation spaces, got {space}"
-            )
+            kinds = "Box, Discrete, MultiDiscrete, MultiBinary and Dict"
+            raise TypeError(f"VecEnv supports {kinds} observation spaces, got {space}")
 
     def __call__(self, batch: Any, rows: np.ndarray | None = None) -> Observation:
         """``batch`` as a tensor (or struct), or only its ``rows`` (a 1-d int array)."""
@@ -160,8 +158,8 @@ def _env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
         return gym.spec(env_name)
     except gym.error.Error as error:  # (gymnasium's message names the close matches)
         hint = ""  # importing rl_mind alone registers none of the package's own ids
-        own = env_name.startswith(("rl_mind/", "CartPoleContinuous"))
-        if own and "rl_mind.envs" not in sys.modules:
+        own = ("rl_mind/", "CartPoleContinuous")
+        if env_name.startswith(own) and "rl_mind.envs" not in sys.modules:
             ids = ["CartPoleContinuous-v1", "rl_mind/PongDuel-v0"]
             hint = f"; the package's own environments {ids} are registered by `import rl_mind.envs`"
         raise ValueError(f"unknown environment id {env_name!r}: {error}{hint}") from None
@@ -269,8 +267,7 @@ class VecEnv:
         self._action_space = space = self._gym_env.single_action_space
         self._convert = _Converter(self._observation_space, self._device)
         self._continuous = isinstance(space, spaces.Box)
-        # the valid actions of a small discrete space, for the quick check of _to_numpy_actions
-        self._action_values: frozenset[int] | None = None
+        self._action_values: frozenset[int] | None = None  # (see _to_numpy_actions)
         if isinstance(space, spaces.Discrete):
             low, high = int(space.start), int(space.start + space.n)
             self._action_low, self._action_high = low, high
@@ -328,19 +325,23 @@ class VecEnv:
 
     @property
     def observation_dim(self) -> int:
+        """The size of a flat ``Box`` observation."""
         hint = " (use n_states)" if isinstance(self._observation_space, spaces.Discrete) else ""
         return _size(self._observation_space, spaces.Box, "observation_dim", hint)
 
     @property
     def n_states(self) -> int:
+        """The number of states of a tabular (``Discrete``) observation space."""
         return _size(self._observation_space, spaces.Discrete, "n_states")
 
     @property
     def n_actions(self) -> int:
+        """The number of discrete actions."""
         return _size(self._action_space, spaces.Discrete, "n_actions", " (use action_dim)")
 
     @property
     def action_dim(self) -> int:
+        """The size of a continuous (``Box``) action."""
         return _size(self._action_space, spaces.Box, "action_dim", " (use n_actions)")
 
     @property

@@ -577,32 +577,21 @@ class EpisodeCollector(_Collector[ActionT]):
         if valid is not None:
             keep &= valid
         self._stats.push(recording.reward, done & keep, keep)
-        stacked = recording.rollout(self.env)  # (the actor's actions may not join)
+        steps = recording.rollout(self.env).flatten()  # (the actor's actions may not join)
         self.steps += int(keep.sum())
         # split every copy's kept steps into its episodes, all copies at once: rows are
         # taken in copy-then-time order, where each copy's `quota` episodes are contiguous
         ends_np = done & keep
         lengths = np.diff(keep.T.cumsum(1)[ends_np.T].reshape(B, quota), axis=1, prepend=0)
         sizes = lengths.ravel().tolist()
-        device = self.env.device
-        # the kept steps and the ends, as rows of the flat [T*B] steps in copy-then-time order
+        # the kept steps and the ends, as rows t * B + b of the flat steps, copy by copy
         copy_index, time_index = np.nonzero(keep.T)
-        kept_rows = torch.from_numpy(time_index * B + copy_index).to(device)
+        kept = time_index * B + copy_index
         end_copy, end_time = np.nonzero(ends_np.T)
-        end_rows = torch.from_numpy(end_time * B + end_copy).to(device)
-
-        def rows(data: Any, index: Tensor) -> Any:
-            """``[T, B, ...]`` -> the rows ``index`` of its flat ``[T*B, ...]`` steps."""
-
-            def take(tensor: Tensor) -> Tensor:
-                return tensor.reshape(-1, *tensor.shape[2:]).index_select(0, index)
-
-            return take(data) if isinstance(data, Tensor) else data._apply_batched(take)
-
-        obs_parts = _split(rows(stacked.obs, kept_rows), sizes)
-        action_parts = _split(rows(stacked.action, kept_rows), sizes)
-        reward_parts = rows(stacked.reward, kept_rows).split(sizes)
-        final_obs = _unbind(rows(stacked.next_obs, end_rows))
+        obs_parts = _split(_take_rows(steps.obs, kept), sizes)
+        action_parts = _split(_take_rows(steps.action, kept), sizes)
+        reward_parts = _take_rows(steps.reward, kept).split(sizes)
+        final_obs = _unbind(_take_rows(steps.next_obs, end_time * B + end_copy))
         ended_by_termination = terminated[end_time, end_copy].tolist()
         parts = zip(obs_parts, action_parts, reward_parts, final_obs, ended_by_termination)
         return [Episode._trusted(*episode) for episode in parts]

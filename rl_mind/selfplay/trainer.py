@@ -58,11 +58,30 @@ from rl_mind.selfplay.matches import play_matches
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
 from rl_mind.selfplay.ratings import EloTable
 
-__all__ = ["AGENT_NAME", "BOTS", "ENV_NAME", "FORECAST_SIZE", "N_ACTIONS", "LiveOpponent",
-           "PongCritic", "PongPolicy", "PoolOpponent", "SelfPlayConfig", "SelfPlayTrainer",
-           "TrainingBatch", "UpdateStats", "ball_forecast", "clipped_policy_loss",
-           "explained_variance", "gae_advantages", "mirror_observation", "network_input",
-           "ppo_loss", "train_for", "value_loss"]  # fmt: skip
+__all__ = [
+    "AGENT_NAME",
+    "BOTS",
+    "ENV_NAME",
+    "FORECAST_SIZE",
+    "N_ACTIONS",
+    "LiveOpponent",
+    "PongCritic",
+    "PongPolicy",
+    "PoolOpponent",
+    "SelfPlayConfig",
+    "SelfPlayTrainer",
+    "TrainingBatch",
+    "UpdateStats",
+    "ball_forecast",
+    "clipped_policy_loss",
+    "explained_variance",
+    "gae_advantages",
+    "mirror_observation",
+    "network_input",
+    "ppo_loss",
+    "train_for",
+    "value_loss",
+]
 
 ENV_NAME = "rl_mind/PongDuel-v0"
 BOTS = tuple(BUILTIN_OPPONENTS)  # ("random", "scripted", "predictive")

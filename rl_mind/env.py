@@ -36,9 +36,7 @@ from rl_mind.core import Action, Observation, TensorStruct, _as_int, _checked_de
 
 __all__ = ["EnvStep", "VecEnv"]
 _Wrapper = Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]
-_Arrays = tuple[Any, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, Any] | None]
 _FLOAT32, _BOOL, _INT64 = np.dtype(np.float32), np.dtype(np.bool_), np.dtype(np.int64)
-_ACTOR_ROWS = "one per row of the observation the actor got (collect(1) skips resetting copies)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,13 +88,11 @@ class _Converter:
             kinds = "Box, Discrete, MultiDiscrete, MultiBinary and Dict"
             raise TypeError(f"VecEnv supports {kinds} observation spaces, got {space}")
 
-    def __call__(self, batch: Any, rows: np.ndarray | None = None) -> Observation:
-        """``batch`` as a tensor (or struct), or only its ``rows`` (a 1-d int array)."""
+    def __call__(self, batch: Any) -> Observation:
+        """``batch`` as a tensor (or a struct of them, for a ``Dict`` space)."""
         if self.children is not None:
-            return self.struct(**{key: f(batch[key], rows) for key, f in self.children.items()})
-        if rows is not None:
-            batch = np.asarray(batch).take(rows, 0)  # (a copy)
-        elif type(batch) is not np.ndarray or not batch.flags.writeable:
+            return self.struct(**{key: f(batch[key]) for key, f in self.children.items()})
+        if type(batch) is not np.ndarray or not batch.flags.writeable:
             batch = np.array(batch)  # a copy we own (gymnasium may reuse its buffers)
         tensor = torch.from_numpy(batch)
         if self.dtype is not None and tensor.dtype is not self.dtype:  # (dtypes are singletons)
@@ -118,16 +114,15 @@ def _stack_rows(items: Sequence[Any]) -> Any:
     return np.array(items)
 
 
-def _with_final_rows(obs: Any, final: tuple[np.ndarray, Any]) -> Any:
-    """A copy of ``obs`` with the final observations ``final[1]`` in the rows ``final[0]``."""
-    mask, rows = final
+def _with_final_rows(obs: Any, mask: np.ndarray, final: Any) -> Any:
+    """A copy of ``obs`` with the final observations ``final`` in the rows ``mask``."""
 
     def put(array: np.ndarray, values: np.ndarray) -> np.ndarray:
         out = np.array(array)
         out[mask] = values
         return out
 
-    return _tree_map(put, obs, rows)
+    return _tree_map(put, obs, final)
 
 
 def _tensor(array: Any, dtype: np.dtype[Any], device: torch.device | None) -> Tensor:
@@ -230,6 +225,13 @@ def _size(space: Any, kind: type[Any], name: str, hint: str = "") -> int:
     return int(space.n) if kind is spaces.Discrete else int(np.prod(space.shape))
 
 
+class _UnwrappedCopies(tuple[Any, ...]):
+    """The copies' unwrapped environments; an attribute is copy 0's (as in rl-mind 0.4)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self[0], name)
+
+
 def _read_only(attribute: str) -> Any:  # a property; the class annotation gives its type
     return property(lambda self: getattr(self, attribute))
 
@@ -273,15 +275,10 @@ class VecEnv:
             self._action_low, self._action_high = low, high
             if high - low <= 4096 and count <= 1024:
                 self._action_values = frozenset(range(low, high))
-            one = np.asarray(low, np.int64)
-        elif isinstance(space, spaces.Box):
-            one = np.clip(np.zeros(space.shape), space.low, space.high).astype(space.dtype)
-        else:
+        elif not isinstance(space, spaces.Box):
             raise TypeError(f"VecEnv supports Discrete and Box action spaces, got {space}")
         self._action_dtype = dtype = np.dtype(space.dtype)  # type: ignore[arg-type]
         self._action_limit = float(np.finfo(dtype).max) if dtype.kind == "f" else None
-        # a valid action per copy, for the copies that reset while the actor acted for the others
-        self._filler = np.repeat(one[None], count, axis=0)
         self._no_reset = torch.zeros(count, dtype=torch.bool, device=self._device)
         self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
         self._needs_reset, self._closed = True, False
@@ -346,23 +343,24 @@ class VecEnv:
 
     @property
     def gym_unwrapped(self) -> Any:
-        """The unwrapped environment: the first copy, or the native vector environment."""
-        return getattr(self._gym_env, "envs", [self._gym_env])[0].unwrapped
+        """The copies' unwrapped environments: ``gym_unwrapped[i]`` is copy ``i``'s, and an
+        attribute is copy 0's (``env.gym_unwrapped.some_attr``). A natively vectorized or
+        asynchronous environment has no copies here: its own unwrapped vector environment."""
+        copies = getattr(self._gym_env, "envs", None)
+        if copies is None:
+            return self._gym_env.unwrapped
+        return _UnwrappedCopies(sub_env.unwrapped for sub_env in copies)
 
     def reset(self, seed: int | None = None) -> Observation:
         """The first observations ``[B, ...]``; copy ``i`` is seeded with ``seed + i`` (a
         natively vectorized environment seeds its own generator with ``seed``)."""
-        return self._convert(self._reset_arrays(seed))
-
-    def _reset_arrays(self, seed: int | None = None) -> Any:
-        """``reset`` in gymnasium's numpy arrays (what the collectors record)."""
         self._check_open()
         seed = _checked_seed(seed, "VecEnv.reset")
         if seed is None and self._needs_reset:
             seed = self._seed
         obs, _info = self._gym_env.reset(seed=seed)
         self._last_flags, self._needs_reset = None, False
-        return _tree_map(np.copy, obs) if self._copy_obs else obs
+        return self._convert(_tree_map(np.copy, obs) if self._copy_obs else obs)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -371,52 +369,40 @@ class VecEnv:
     def step(self, actions: Tensor | Action) -> EnvStep:
         """Step every copy with ``actions`` (``[B]`` long or ``[B, action_dim]`` float); bad
         actions raise a ``ValueError`` (``TypeError``: not a tensor) before any copy steps."""
-        pending = self._reset_pending()
-        obs_np, reward_np, terminated_np, truncated_np, final = self._step_arrays(actions)
-        obs = next_obs = self._convert(obs_np)
-        if final is not None:  # same-step mode: the true successors of the ended copies
-            next_obs = self._convert(_with_final_rows(obs_np, final))
-        device = None if self._convert.on_cpu else self._device
-        reward = _tensor(reward_np, _FLOAT32, device)
-        terminated = _tensor(terminated_np, _BOOL, device)
-        truncated = _tensor(truncated_np, _BOOL, device)
-        autoreset = self._no_reset if pending is None else _tensor(pending, _BOOL, device)
-        return EnvStep._trusted(obs, next_obs, reward, terminated, truncated, autoreset)
-
-    def _reset_pending(self) -> np.ndarray | None:
-        """Next-step mode: ``[B]`` bool, the copies that the next step auto-resets (else None)."""
-        if self._same_step_reset or self._last_flags is None:
-            return None
-        return self._last_flags[0] | self._last_flags[1]
-
-    def _step_arrays(self, actions: Tensor | Action, rows: np.ndarray | None = None) -> _Arrays:
-        """``step`` in gymnasium's numpy arrays (what the collectors record); ``final``: None,
-        or in same-step mode ``(mask, rows)``: the final observations of the ended copies."""
         if self._closed or self._needs_reset:
             self._check_open()
             raise RuntimeError("call reset() before step()")
-        array = self._to_numpy_actions(actions, rows)
-        obs, reward, terminated, truncated, info = self._gym_env.step(array)
-        if self._copy_obs:  # (gymnasium's buffer: the callers keep what this returns)
-            obs = obs.copy() if type(obs) is np.ndarray else _tree_map(np.copy, obs)
+        array = self._to_numpy_actions(actions)
+        flags, device = self._last_flags, None if self._convert.on_cpu else self._device
+        autoreset = self._no_reset  # (next-step mode: the copies that ended at the last step)
+        if flags is not None and not self._same_step_reset:
+            autoreset = _tensor(flags[0] | flags[1], _BOOL, device)
+        obs_np, reward, terminated, truncated, info = self._gym_env.step(array)
+        if self._copy_obs:  # (gymnasium's buffer: the caller keeps what this returns)
+            obs_np = obs_np.copy() if type(obs_np) is np.ndarray else _tree_map(np.copy, obs_np)
         self._last_flags = terminated, truncated
-        final = None
-        if self._same_step_reset and "final_obs" in info:
+        obs = next_obs = self._convert(obs_np)
+        if self._same_step_reset and "final_obs" in info:  # the ended copies' true successors
             mask = info.get("_final_obs")
             mask = terminated | truncated if mask is None else np.asarray(mask, dtype=bool)
             if mask.any():
-                ended = info["final_obs"]  # (sync, async: an object array, one entry per copy)
-                if isinstance(ended, np.ndarray) and ended.dtype == object:
-                    final = mask, _stack_rows(ended[mask].tolist())
+                final = info["final_obs"]  # (sync, async: an object array, one entry per copy)
+                if isinstance(final, np.ndarray) and final.dtype == object:
+                    final = _stack_rows(final[mask].tolist())
                 else:  # natively vectorized: one batch
-                    final = mask, _tree_map(lambda array: np.asarray(array)[mask], ended)
-        return obs, reward, terminated, truncated, final
+                    final = _tree_map(lambda array: np.asarray(array)[mask], final)
+                next_obs = self._convert(_with_final_rows(obs_np, mask, final))
+        return EnvStep(
+            obs,
+            next_obs,
+            _tensor(reward, _FLOAT32, device),
+            _tensor(terminated, _BOOL, device),
+            _tensor(truncated, _BOOL, device),
+            autoreset,
+        )
 
-    def _to_numpy_actions(
-        self, actions: Tensor | Action, rows: np.ndarray | None = None
-    ) -> np.ndarray:
-        """``actions`` checked and converted for gymnasium. With ``rows`` (the copies that do
-        not reset at this step), one action per row; the others get a valid one they ignore."""
+    def _to_numpy_actions(self, actions: Tensor | Action) -> np.ndarray:
+        """``actions`` checked and converted for gymnasium."""
         value = actions.value if isinstance(actions, Action) else actions
         if not isinstance(value, Tensor):
             raise TypeError(
@@ -426,27 +412,21 @@ class VecEnv:
             array = value.numpy()
         except (RuntimeError, TypeError):  # on a GPU, with gradients, of a dtype numpy lacks
             array = _actions_to_numpy(value)
-        B = self._num_envs if rows is None else len(rows)
+        B = self._num_envs
         # the marked fast path: usual discrete actions pass with a set lookup each, else full checks
         usual, valid = array.dtype is _INT64 and array.shape == (B,), self._action_values
         if not (usual and valid is not None and valid.issuperset(array.tolist())):
-            array = self._checked_actions(array, B, rows, value.dtype)
-        if rows is None:
-            return array
-        full = self._filler.copy()
-        full[rows] = array
-        return full
+            array = self._checked_actions(array, value.dtype)
+        return array
 
-    def _checked_actions(
-        self, array: np.ndarray, B: int, rows: np.ndarray | None, dtype: torch.dtype
-    ) -> np.ndarray:
-        of = "num_envs" if rows is None else _ACTOR_ROWS
+    def _checked_actions(self, array: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+        B = self._num_envs
         if self._continuous:
             shape = (B, *self._action_space.shape)  # type: ignore[misc]
             if array.shape != shape:
                 hint = " (use actions.unsqueeze(-1))" if array.shape == (B,) else ""
                 raise ValueError(
-                    f"expected continuous actions of shape {list(shape)} ([{of}, action_dim]), "
+                    f"expected continuous actions of shape {list(shape)} ([num_envs, action_dim]), "
                     f"got {list(array.shape)}{hint}"
                 )
             if array.dtype.kind != "f":
@@ -469,7 +449,7 @@ class VecEnv:
         if array.shape != (B,):
             hint = " (squeeze the last dimension)" if array.shape == (B, 1) else ""
             raise ValueError(
-                f"expected discrete actions of shape [{B}] ([{of}]), got {list(array.shape)}{hint}"
+                f"expected discrete actions of shape [{B}] ([num_envs]), got {list(array.shape)}{hint}"
             )
         if array.dtype.kind not in "iu":
             raise ValueError(

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rl_mind.core import Action, TensorStruct
-from rl_mind.env import EnvStep, VecEnv, _Converter
+from rl_mind.env import EnvStep, VecEnv
 from tests.toy_envs import (
     COUNTER_ID,
     FLAG_RUNNING,
@@ -53,7 +53,21 @@ def test_box_observations_and_discrete_actions():
         assert step.autoreset.dtype == torch.bool and step.autoreset.shape == (3,)
         assert torch.equal(step.done, step.terminated | step.truncated)
         assert env.gym_env.num_envs == 3
-        assert type(env.gym_unwrapped).__name__ == "CounterEnv"
+        assert type(env.gym_unwrapped[0]).__name__ == "CounterEnv"
+
+
+def test_gym_unwrapped_is_every_copy_and_its_attributes_are_copy_0_s():
+    # 0.4 returned the copies' unwrapped environments (env.gym_unwrapped[i]); since, the
+    # attributes of copy 0 are read straight from it (env.gym_unwrapped.obs_kind)
+    with counter(3, "dict") as env:
+        copies = env.gym_unwrapped
+        assert len(copies) == 3 and [type(c).__name__ for c in copies] == ["CounterEnv"] * 3
+        assert copies[2] is env.gym_env.envs[2].unwrapped and copies[0] is not copies[1]
+        assert copies.obs_kind == "dict" and copies.max_len == copies[0].max_len
+        with pytest.raises(AttributeError, match="no_such_attribute"):
+            _ = copies.no_such_attribute
+    with VecEnv("CartPole-v1", 2) as env:  # natively vectorized: the vector environment
+        assert env.gym_unwrapped is env.gym_env.unwrapped
 
 
 def test_discrete_observations_are_long_state_indices():
@@ -91,49 +105,6 @@ def test_continuous_actions():
         # float64 actions are converted, gradients never reach the environment
         grad = torch.full((2, 2), 0.5, dtype=torch.float64, requires_grad=True)
         assert env.step(grad * 1).reward.tolist() == [1.0, 1.0]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "expected"),
-    [
-        ({"action_start": 5}, [5, 6, 5]),
-        ({"action_kind": "box"}, [[0.0, 0.0], [0.5, 0.5], [0.0, 0.0]]),
-        ({"action_kind": "box", "action_low": 0.25}, [[0.25, 0.25], [0.5, 0.5], [0.25, 0.25]]),
-    ],
-)
-def test_copies_that_reset_get_a_valid_action(kwargs, expected):
-    # what gymnasium gets for the copies left out: a valid action (a native vector
-    # environment checks the whole batch), which they ignore
-    with counter(3, **kwargs) as env:
-        rows = np.array([1])
-        one = torch.tensor([[0.5, 0.5]]) if "action_kind" in kwargs else torch.tensor([6])
-        actions = env._to_numpy_actions(Action(one), rows)
-        assert actions.tolist() == expected
-        assert all(env.action_space.contains(a) for a in actions)
-
-
-@pytest.mark.parametrize("layout", ["row-major", "column-major", "strided", "one-dimensional"])
-def test_taking_rows_of_numpy_observations_on_every_memory_layout(layout):
-    # (CartPole's native vector environment returns column-major observations)
-    space = spaces.Box(-10, 10, (3,) if layout != "one-dimensional" else ())
-    convert = _Converter(space, torch.device("cpu"))
-    batch = np.arange(15, dtype=np.float64).reshape(5, 3)
-    batch = {
-        "row-major": batch,
-        "column-major": np.asfortranarray(batch),
-        "strided": np.arange(30.0).reshape(5, 6)[:, ::2],
-        "one-dimensional": batch[:, 0].copy(),
-    }[layout]
-    rows = np.array([4, 0, 2])
-    taken = convert(batch, rows)
-    assert taken.dtype == torch.float32  # converted as the whole batch would be
-    assert torch.equal(taken, convert(batch)[torch.from_numpy(rows)])
-    batch[...] = -1  # a copy: the taken rows share nothing with the batch
-    assert (taken != -1).all()
-    dict_convert = _Converter(spaces.Dict({"a": space, "b": spaces.Discrete(3)}), convert.device)
-    taken_dict = dict_convert({"a": batch, "b": np.arange(5)}, rows)
-    assert torch.equal(taken_dict.b, torch.tensor([4, 0, 2]))
-    assert taken_dict.a.shape == (3, *space.shape)
 
 
 def test_cartpole_native_vectorization_in_next_step_mode_and_sync_in_same_step_mode():
@@ -393,26 +364,18 @@ def test_observations_stay_as_returned_after_later_steps(obs_kind, asynchronous)
     # gymnasium's sync and async environments are built with copy=False (they rewrite one
     # observation buffer): what the VecEnv returns (and the collectors keep) must not
     # change with the next steps
-    def leaves(batch):
-        return [batch] if isinstance(batch, np.ndarray) else [batch[key] for key in sorted(batch)]
-
     with counter(2, obs_kind, asynchronous=asynchronous) as env:
         assert env.gym_env.copy is False
-        returned = [env._reset_arrays()]
-        snapshots = [[leaf.copy() for leaf in leaves(returned[0])]]  # (as returned)
+        returned = [env.reset()]
+        snapshots = [decode(returned[0]).clone()]  # (as returned)
         for _ in range(8):
-            returned.append(env._step_arrays(torch.ones(2, dtype=torch.long))[0])
-            snapshots.append([leaf.copy() for leaf in leaves(returned[-1])])
-        obs = env.reset()
-        snapshot = obs.clone()
-        for _ in range(8):
-            env.step(torch.ones(2, dtype=torch.long))
-        assert torch.equal(decode(obs), decode(snapshot))
-    for batch, snapshot_leaves in zip(returned, snapshots):
-        for leaf, kept in zip(leaves(batch), snapshot_leaves):
-            np.testing.assert_array_equal(leaf, kept)
+            step = env.step(torch.ones(2, dtype=torch.long))
+            returned += [step.obs, step.next_obs]
+            snapshots += [decode(step.obs).clone(), decode(step.next_obs).clone()]
+    for obs, snapshot in zip(returned, snapshots):
+        assert torch.equal(decode(obs), snapshot)
     assert any(  # (the steps did change the observations)
-        not np.array_equal(leaves(returned[0])[0], leaves(batch)[0]) for batch in returned[1:]
+        not torch.equal(snapshots[0], snapshot) for snapshot in snapshots[1:]
     )
 
 

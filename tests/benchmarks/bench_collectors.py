@@ -37,12 +37,17 @@ rounds, with its interval, and the range of the processes' own medians.
 
 A reference contestant does ``collect(1)``'s work at every step written inline in one
 loop, without the package (a test checks that it gives collect(1)'s transitions): the
-actor acting for the copies that do not reset only, the action check, the reset rows
-dropped, the rewards and ends queued for the episode statistics. It shows what that work
-costs by itself against the baseline, which records nothing, and the report gives
-``collect(1)``'s ratio to it: the cost of the package's calls. A second copy of it leaves
-out the action check (which the package must make: a bad action gets a clear error before
-it reaches the environment), to show what that check costs.
+actor acting for every copy, the action check, the reset rows dropped, each copy's running
+return and length. It shows what that work costs by itself against the baseline, which
+records nothing, and the report gives ``collect(1)``'s ratio to it: the cost of the
+package's calls. A second copy of it leaves out the action check (which the package must
+make: a bad action gets a clear error before it reaches the environment), to show what
+that check costs.
+
+The floors (``FLOORS``): every collector at least 0.70 of its baseline, the replay
+buffer's ``add(1)``, ``add(256)`` and ``sample(256)`` at least 0.8 of the tensor ring; a
+ratio under its floor is marked ``BELOW FLOOR``. The script uses the package's public API
+only, so that it measures any version of it.
 """
 
 from __future__ import annotations
@@ -143,67 +148,46 @@ def inline_loop(
 ) -> tuple[Callable[[], int], Callable[[], tuple[Any, ...]]]:
     """collect(1)'s work at every step, written inline in one loop over
     ``gymnasium.make_vec`` without the package (the reference: what a step of collect(1)
-    costs with none of its calls): the actor acts for the copies that do not reset at
-    this step only, the actions are checked (a set lookup each) and the resetting copies
-    get one, the transitions drop the reset rows, and the rewards and ends are queued for
-    the episode statistics (``check`` False: all but the action check). Returns ``run() ->
-    env steps`` and ``step() -> (obs, action, reward, next_obs, terminated)`` (one step, for
-    checking it against collect(1))."""
+    costs with none of its calls): the actor acts for every copy, the actions are checked
+    (a set lookup each), the transitions drop the rows of the copies that reset at this
+    step, and each copy's running return and length grow (``check`` False: all but the
+    action check). Returns ``run() -> env steps`` and ``step() -> (obs, action, reward,
+    next_obs, terminated)`` (one step, for checking it against collect(1))."""
     env = gym.make_vec("CartPole-v1", num_envs)
     valid_actions = frozenset(range(2))
-    filler = np.zeros(num_envs, np.int64)  # (the actions of the copies that reset)
     int64 = np.dtype(np.int64)
-    next_np = env.reset(seed=0)[0]
-    # keep: the copies that do not reset at the next step (None: all of them), valid their
-    # mask; obs: the actor's input, their observations
-    state: dict[str, Any] = {"obs": torch.from_numpy(next_np), "keep": None, "valid": None}
-    queue: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+    # obs: what the actor acts on next; resetting: the copies that ended at the last step
+    state: dict[str, Any] = {
+        "obs": torch.from_numpy(env.reset(seed=0)[0]),
+        "resetting": np.zeros(num_envs, bool),
+    }
+    running_return, running_length = np.zeros(num_envs), np.zeros(num_envs, np.int64)
 
     def step() -> tuple[Any, ...]:
-        obs, keep, valid = state["obs"], state["keep"], state["valid"]
-        rows = num_envs if keep is None else len(keep)
-        action = None
-        array = filler
-        if rows:  # (none when every copy resets)
-            action = actor(obs)
-            array = action.value.numpy()
-            if check and not (
-                array.dtype is int64
-                and array.shape == (rows,)
-                and valid_actions.issuperset(array.tolist())
-            ):
-                raise ValueError("bad actions")
-            if keep is not None:
-                full = filler.copy()
-                full[keep] = array
-                array = full
+        obs, resetting = state["obs"], state["resetting"]
+        action = actor(obs)
+        array = action.value.numpy()
+        if check and not (
+            array.dtype is int64
+            and array.shape == (num_envs,)
+            and valid_actions.issuperset(array.tolist())
+        ):
+            raise ValueError("bad actions")
         next_np, reward, terminated, truncated, _info = env.step(array)
         ended = terminated | truncated
-        if keep is None:
-            step_reward, step_terminated = reward, terminated
-            next_obs = torch.from_numpy(next_np)
-            reward = reward.copy()  # (the queued rewards: the returned ones share memory)
-        else:
-            step_reward, step_terminated = reward.take(keep), terminated.take(keep)
-            next_obs = torch.from_numpy(next_np.T.take(keep, -1).T)
-        queue.append((reward, ended, valid))
-        if len(queue) >= 256:  # (the package folds them into running totals)
-            queue.clear()
-        if np.count_nonzero(ended):
-            valid = np.logical_not(ended)
-            state["valid"] = valid
-            state["keep"] = next_keep = valid.nonzero()[0]
-            state["obs"] = torch.from_numpy(next_np.T.take(next_keep, -1).T)
-        else:
-            state["obs"] = next_obs if keep is None else torch.from_numpy(next_np)
-            state["keep"] = state["valid"] = None
-        return (
-            obs,
-            action,
-            torch.from_numpy(step_reward),
-            next_obs,
-            torch.from_numpy(step_terminated),
-        )
+        valid = ~resetting
+        running_return[valid] += reward[valid]
+        running_length[valid] += 1
+        if ended.any():
+            running_return[ended] = 0.0
+            running_length[ended] = 0
+        next_obs = torch.from_numpy(next_np)
+        state["obs"], state["resetting"] = next_obs, ended
+        rows = (obs, action, torch.from_numpy(reward), next_obs, torch.from_numpy(terminated))
+        if not resetting.any():
+            return rows
+        keep = torch.from_numpy(valid)
+        return tuple(row[keep] for row in rows)
 
     def run() -> int:
         with torch.no_grad():
@@ -276,6 +260,24 @@ def collector_runs(num_envs: int, actor: MLPActor, chunk: int) -> dict[str, Call
         "RolloutCollector.collect(n)": rollout_chunk,
         "EpisodeCollector.collect(qB)": episode_chunk,
     }
+
+
+FLOORS = {  # the least ratio to the baseline each contestant must reach
+    "TransitionCollector.collect(n)": 0.70,
+    "TransitionCollector.collect(1)": 0.70,
+    "RolloutCollector.collect(n)": 0.70,
+    "EpisodeCollector.collect(qB)": 0.70,
+    "ratio add(1)": 0.8,
+    "ratio add(256)": 0.8,
+    "ratio sample(256)": 0.8,
+}
+
+
+def floor_mark(name: str, ratio: float) -> str:
+    """`` (floor 0.70: ok)`` or `` (floor 0.70: BELOW FLOOR)``; nothing without a floor."""
+    if name not in FLOORS:
+        return ""
+    return f"  (floor {FLOORS[name]:.2f}: {'ok' if ratio >= FLOORS[name] else 'BELOW FLOOR'})"
 
 
 BASELINE_OF = {  # the baseline loop each contestant is compared with (auto-reset mode)
@@ -388,7 +390,7 @@ def bench_collectors(
                 total = f"  throughput {ratio:.3f}"
             print(
                 f"   {name:<31}: {rate}   ratio {median:.3f} [{low:.3f}, {high:.3f}] "
-                f"({min(medians):.3f}-{max(medians):.3f}){total}"
+                f"({min(medians):.3f}-{max(medians):.3f}){total}{floor_mark(name, median)}"
             )
 
 
@@ -561,7 +563,8 @@ def bench_replay_buffer(rounds: int) -> None:
     for name, values in results.items():
         median = statistics.median(values)
         if name.startswith("ratio"):
-            print(f"   {name:<25}: {median:.3f}  (rounds {min(values):.2f}-{max(values):.2f})")
+            spread = f"(rounds {min(values):.2f}-{max(values):.2f})"
+            print(f"   {name:<25}: {median:.3f}  {spread}{floor_mark(name, median)}")
         else:
             print(f"   {name:<25}: {median * 1e6:8.2f} µs")
 

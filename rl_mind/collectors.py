@@ -81,7 +81,7 @@ class _Collector(Generic[ActionT]):
         B, device = self.env.num_envs, self.env.device
         self._return = torch.zeros(B, device=device)
         self._length = torch.zeros(B, dtype=torch.long, device=device)
-        self._ended: list[tuple[Tensor, Tensor, Tensor]] = []  # (copies, returns, lengths)
+        self._ended: list[tuple[Tensor, Tensor, Tensor]] = []  # (ended, returns, lengths)
 
     def _act(self, obs: Observation) -> ActionT:
         """The actor's actions for every copy, the observations moved to its device."""
@@ -98,14 +98,13 @@ class _Collector(Generic[ActionT]):
     def _count(self, step: EnvStep, counted: Tensor, ended: Tensor) -> None:
         """Add a step to each copy's running return and length (``counted`` ``[B]`` bool:
         the copies whose row is a step of their episode; an auto-reset row's reward is 0)
-        and note the episodes that end, ``ended`` (done and counted)."""
+        and note the episodes that end, ``ended`` ``[B]`` bool (done and counted)."""
         self._return += step.reward
         self._length += counted
         if ended.any():
-            copies = ended.nonzero().squeeze(1)
-            self._ended.append((copies, self._return[copies], self._length[copies]))
-            self._return[copies] = 0.0
-            self._length[copies] = 0
+            self._ended.append((ended, self._return.clone(), self._length.clone()))
+            self._return.masked_fill_(ended, 0.0)
+            self._length.masked_fill_(ended, 0)
 
     @property
     def episode_returns(self) -> Tensor:
@@ -122,9 +121,9 @@ class _Collector(Generic[ActionT]):
         copy by copy in time order."""
         if not self._ended:
             return torch.zeros(0), torch.zeros(0, dtype=torch.long)
-        copies, returns, lengths = (torch.cat(column).cpu() for column in zip(*self._ended))
-        order = torch.sort(copies, stable=True).indices  # (each copy's ends in time order)
-        return returns[order].float(), lengths[order]
+        # [B, S]: the copies' values at the S steps where some episode ended
+        ended, returns, lengths = (torch.stack(column, 1).cpu() for column in zip(*self._ended))
+        return returns[ended], lengths[ended]
 
 
 class TransitionCollector(_Collector[ActionT]):
@@ -143,7 +142,7 @@ class TransitionCollector(_Collector[ActionT]):
             self._obs = self.env.reset()
         self._ended = []
         steps: list[Transitions[ActionT]] = []
-        valid: list[Tensor] = []
+        valid: list[Tensor] = []  # [B] bool per step: False on the rows to drop
         with torch.no_grad():
             for _ in range(n_steps):
                 obs = self._obs
@@ -153,11 +152,12 @@ class TransitionCollector(_Collector[ActionT]):
                 valid.append(~step.autoreset)  # (next-step mode: a reset row is no transition)
                 self._count(step, valid[-1], step.done)
                 steps.append(Transitions(obs, action, step.reward, step.next_obs, step.terminated))
-        transitions = _joined(Transitions.cat, steps)
+        # the rows joined once (one step's need no joining), then the valid ones kept
+        transitions = steps[0] if n_steps == 1 else _joined(Transitions.cat, steps)
         keep = torch.cat(valid)
         if not keep.all():
-            transitions = transitions[keep]
-        self.steps += len(transitions)
+            transitions = transitions[keep.nonzero().squeeze(1)]
+        self.steps += len(transitions.reward)
         return transitions
 
 

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import operator
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -30,6 +31,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import concatenate, create_empty_array
 from torch import Tensor
 
 from rl_mind.core import Action, Observation, TensorStruct, _as_int, _checked_device
@@ -48,7 +50,7 @@ class EnvStep(TensorStruct):
     reward: Tensor  # [B] float32
     terminated: Tensor  # [B] bool: a terminal state was reached (no bootstrap)
     truncated: Tensor  # [B] bool: the episode was cut short (bootstrap from next_obs)
-    autoreset: Tensor  # [B] bool, next-step mode: the row reset its copy, not a transition
+    autoreset: Tensor  # [B] bool, next-step mode: the row only reset its copy (no transition)
 
     @property
     def done(self) -> Tensor:
@@ -107,29 +109,10 @@ def _tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     return fn(tree, *rest)
 
 
-def _stack_rows(items: Sequence[Any]) -> Any:
-    """Numpy observations of one shape (arrays, or dicts of them) stacked on a new first axis."""
-    if isinstance(items[0], Mapping):
-        return {key: _stack_rows([item[key] for item in items]) for key in items[0]}
-    return np.array(items)
-
-
-def _with_final_rows(obs: Any, mask: np.ndarray, final: Any) -> Any:
-    """A copy of ``obs`` with the final observations ``final`` in the rows ``mask``."""
-
-    def put(array: np.ndarray, values: np.ndarray) -> np.ndarray:
-        out = np.array(array)
-        out[mask] = values
-        return out
-
-    return _tree_map(put, obs, final)
-
-
 def _tensor(array: Any, dtype: np.dtype[Any], device: torch.device | None) -> Tensor:
     """A [B] numpy array as a tensor of ``dtype`` on ``device`` (None: CPU), copied if need be."""
-    if type(array) is not np.ndarray or array.dtype is not dtype:
-        array = np.asarray(array).astype(dtype)
-    return torch.from_numpy(array) if device is None else torch.from_numpy(array).to(device)
+    tensor = torch.from_numpy(np.asarray(array, dtype))
+    return tensor if device is None else tensor.to(device)
 
 
 def _bad_values(array: np.ndarray, bad: np.ndarray) -> str:
@@ -236,7 +219,7 @@ def _read_only(attribute: str) -> Any:  # a property; the class annotation gives
     return property(lambda self: getattr(self, attribute))
 
 
-class VecEnv:
+class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
     """``num_envs`` copies of the gymnasium environment ``env_name`` (a registered id), in torch
     tensors on ``device`` (actions may come from any device). ``seed`` seeds the first ``reset``
     and the action space; ``same_step_reset`` picks the auto-reset mode; ``wrappers`` (``env ->
@@ -269,12 +252,8 @@ class VecEnv:
         self._action_space = space = self._gym_env.single_action_space
         self._convert = _Converter(self._observation_space, self._device)
         self._continuous = isinstance(space, spaces.Box)
-        self._action_values: frozenset[int] | None = None  # (see _to_numpy_actions)
         if isinstance(space, spaces.Discrete):
-            low, high = int(space.start), int(space.start + space.n)
-            self._action_low, self._action_high = low, high
-            if high - low <= 4096 and count <= 1024:
-                self._action_values = frozenset(range(low, high))
+            self._action_low, self._action_high = int(space.start), int(space.start + space.n)
         elif not isinstance(space, spaces.Box):
             raise TypeError(f"VecEnv supports Discrete and Box action spaces, got {space}")
         self._action_dtype = dtype = np.dtype(space.dtype)  # type: ignore[arg-type]
@@ -347,9 +326,8 @@ class VecEnv:
         attribute is copy 0's (``env.gym_unwrapped.some_attr``). A natively vectorized or
         asynchronous environment has no copies here: its own unwrapped vector environment."""
         copies = getattr(self._gym_env, "envs", None)
-        if copies is None:
-            return self._gym_env.unwrapped
-        return _UnwrappedCopies(sub_env.unwrapped for sub_env in copies)
+        unwrapped = None if copies is None else _UnwrappedCopies(c.unwrapped for c in copies)
+        return self._gym_env.unwrapped if unwrapped is None else unwrapped
 
     def reset(self, seed: int | None = None) -> Observation:
         """The first observations ``[B, ...]``; copy ``i`` is seeded with ``seed + i`` (a
@@ -383,16 +361,17 @@ class VecEnv:
         self._last_flags = terminated, truncated
         obs = next_obs = self._convert(obs_np)
         if self._same_step_reset and "final_obs" in info:  # the ended copies' true successors
-            mask = info.get("_final_obs")
-            mask = terminated | truncated if mask is None else np.asarray(mask, dtype=bool)
+            mask = np.asarray(info.get("_final_obs", terminated | truncated), dtype=bool)
             if mask.any():
-                final = info["final_obs"]  # (sync, async: an object array, one entry per copy)
-                if isinstance(final, np.ndarray) and final.dtype == object:
-                    final = _stack_rows(final[mask].tolist())
+                final, space = info["final_obs"], self._observation_space
+                if isinstance(final, np.ndarray) and final.dtype == object:  # sync, async: per copy
+                    final = concatenate(space, final[mask], create_empty_array(space, mask.sum()))
                 else:  # natively vectorized: one batch
                     final = _tree_map(lambda array: np.asarray(array)[mask], final)
-                next_obs = self._convert(_with_final_rows(obs_np, mask, final))
-        return EnvStep(
+                next_np = _tree_map(np.copy, obs_np)  # (obs keeps the new episodes' first)
+                _tree_map(lambda out, rows: operator.setitem(out, mask, rows), next_np, final)
+                next_obs = self._convert(next_np)
+        return EnvStep._trusted(  # (the rows of one step: their sizes agree)
             obs,
             next_obs,
             _tensor(reward, _FLOAT32, device),
@@ -412,15 +391,7 @@ class VecEnv:
             array = value.numpy()
         except (RuntimeError, TypeError):  # on a GPU, with gradients, of a dtype numpy lacks
             array = _actions_to_numpy(value)
-        B = self._num_envs
-        # the marked fast path: usual discrete actions pass with a set lookup each, else full checks
-        usual, valid = array.dtype is _INT64 and array.shape == (B,), self._action_values
-        if not (usual and valid is not None and valid.issuperset(array.tolist())):
-            array = self._checked_actions(array, value.dtype)
-        return array
-
-    def _checked_actions(self, array: np.ndarray, dtype: torch.dtype) -> np.ndarray:
-        B = self._num_envs
+        B, dtype = self._num_envs, value.dtype
         if self._continuous:
             shape = (B, *self._action_space.shape)  # type: ignore[misc]
             if array.shape != shape:
@@ -467,9 +438,6 @@ class VecEnv:
         if not self._closed:
             self._gym_env.close()
             self._closed = True
-
-    def __enter__(self) -> VecEnv:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -258,7 +258,7 @@ class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
             raise TypeError(f"VecEnv supports Discrete and Box action spaces, got {space}")
         self._action_dtype = dtype = np.dtype(space.dtype)  # type: ignore[arg-type]
         self._action_limit = float(np.finfo(dtype).max) if dtype.kind == "f" else None
-        self._no_reset = torch.zeros(count, dtype=torch.bool, device=self._device)
+        self._no_reset = torch.zeros(count, dtype=torch.bool, device=self._device)  # (shared)
         self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
         self._needs_reset, self._closed = True, False
         if self._seed is not None:
@@ -365,7 +365,8 @@ class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
             if mask.any():
                 final, space = info["final_obs"], self._observation_space
                 if isinstance(final, np.ndarray) and final.dtype == object:  # sync, async: per copy
-                    final = concatenate(space, final[mask], create_empty_array(space, mask.sum()))
+                    out = create_empty_array(space, mask.sum())
+                    final = concatenate(space, final[mask], out)  # type: ignore[arg-type]
                 else:  # natively vectorized: one batch
                     final = _tree_map(lambda array: np.asarray(array)[mask], final)
                 next_np = _tree_map(np.copy, obs_np)  # (obs keeps the new episodes' first)

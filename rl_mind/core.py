@@ -2,14 +2,13 @@
 
 A :class:`TensorStruct` is a frozen dataclass of tensors that acts like one tensor along its
 *leading* dimension (``s[i]``, ``len``, ``cat``, ``to``...) while its fields keep their names.
-
 What the reader must not get wrong:
 
 - Batched fields share the leading dimension (checked at construction); an ``unbatched()``
   field (an Episode's final observation) is carried along, never indexed, cat or stacked.
 - ``s[i]`` removes the leading dimension like a tensor: ``[T, B]`` fields give a ``[B]``
-  struct, ``[N]`` fields a single item, which has no length.
-- Structs are frozen; ``s.set_(index, value)`` writes in place once every field is checked.
+  struct, ``[N]`` fields a single item, which has no length. Structs are frozen:
+  ``s.set_(index, value)`` writes in place once every field is checked.
 - ``actor(obs)`` returns an :class:`Action` (training behaviour, e.g. sampled),
   ``actor.act(obs)`` a plain tensor of actions (deterministic evaluation behaviour).
 """
@@ -195,8 +194,9 @@ class TensorStruct:
         object.__setattr__(item, "_is_item", True)
         return item
 
-    def _mapped(self, fn: Callable[[Tensor], Tensor], batched_only: bool) -> list[Any]:
-        """The field values, ``fn`` applied to every tensor or to the batched ones only."""
+    def apply(self, fn: Callable[[Tensor], Tensor], batched_only: bool = False) -> Self:
+        """A new struct with ``fn`` applied to every tensor (nested structs included), or to
+        those of the batched fields only (unchecked then: ``fn`` keeps the leading sizes equal)."""
         values = []
         for name, batched in self._fields():
             value = getattr(self, name)
@@ -204,33 +204,23 @@ class TensorStruct:
                 if isinstance(value, Tensor):
                     value = fn(value)
                 elif isinstance(value, TensorStruct):
-                    value = value._apply_batched(fn) if batched_only else value.apply(fn)
+                    value = value.apply(fn, batched_only)
             values.append(value)
-        return values
-
-    def apply(self, fn: Callable[[Tensor], Tensor]) -> Self:
-        """A new struct with ``fn`` applied to every tensor (nested structs included)."""
-        values = self._mapped(fn, batched_only=False)
+        if batched_only:
+            return type(self)._trusted(*values)
         if self._is_item:
             return type(self)._item(*values)
         return type(self)(**{name: value for (name, _), value in zip(self._fields(), values)})
 
-    def _apply_batched(self, fn: Callable[[Tensor], Tensor]) -> Self:
-        """:meth:`apply` on batched fields, unchecked: ``fn`` keeps leading sizes equal."""
-        return type(self)._trusted(*self._mapped(fn, batched_only=True))
-
-    def tensors(self) -> Iterator[Tensor]:
-        """Every tensor of the struct, nested ones included, in field order."""
-        return self._tensors(batched_only=False)
-
-    def _tensors(self, batched_only: bool) -> Iterator[Tensor]:
+    def tensors(self, batched_only: bool = False) -> Iterator[Tensor]:
+        """Every tensor of the struct (or of its batched fields), nested ones included."""
         for name, batched in self._fields():
             value = getattr(self, name)
             if batched or not batched_only:
                 if isinstance(value, Tensor):
                     yield value
                 elif isinstance(value, TensorStruct):
-                    yield from value._tensors(batched_only)
+                    yield from value.tensors(batched_only)
 
     def __len__(self) -> int:
         size = self._batch_size()
@@ -250,7 +240,7 @@ class TensorStruct:
         elif isinstance(index, numbers.Integral) and not isinstance(index, bool):
             index = int(index)  # e.g. numpy.int64
         if not isinstance(index, int):
-            return self._apply_batched(lambda t: t[index])
+            return self.apply(lambda t: t[index], batched_only=True)
         n = len(self)
         if not -n <= index < n:
             raise IndexError(f"{type(self).__name__}: index {index} out of range for length {n}")
@@ -392,18 +382,18 @@ class TensorStruct:
 
     def unsqueeze(self, dim: int = 0) -> Self:
         """Every tensor with a new dimension of size one at ``dim`` (batched fields only)."""
-        return self._apply_batched(lambda t: t.unsqueeze(dim))
+        return self.apply(lambda t: t.unsqueeze(dim), batched_only=True)
 
     def flatten_leading(self, n_dims: int = 2) -> Self:
         """Merge the first ``n_dims`` batched dimensions: ``[T, B, ...] -> [T*B, ...]``."""
         count = _as_int(n_dims)
-        fewest = min((t.dim() for t in self._tensors(batched_only=True)), default=0)
+        fewest = min((t.dim() for t in self.tensors(batched_only=True)), default=0)
         if count is None or not 1 <= count <= fewest:
             raise (TypeError if count is None else ValueError)(
                 f"{type(self).__name__}.flatten_leading: n_dims must be an int from 1 to "
                 f"{fewest} (the fewest dimensions of a batched field), got {n_dims!r}"
             )
-        return self._apply_batched(lambda t: t.flatten(0, count - 1))
+        return self.apply(lambda t: t.flatten(0, count - 1), batched_only=True)
 
 
 Observation: TypeAlias = Tensor | TensorStruct

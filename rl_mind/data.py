@@ -244,9 +244,11 @@ class ReplayBuffer(Generic[ActionT]):
         # for less than torch does); elsewhere, or for a dtype numpy lacks, into the tensors
         self._targets = [_numpy_view(store) for store in storage]
         self._item_layout = [(target.shape[1:], target.dtype) for target in self._targets]
-        stores = iter(storage)  # (in field order, as _apply_batched visits the tensors)
+        stores = iter(storage)  # (in field order, as apply visits the tensors)
         # `to` moves the unbatched fields to the device; the storage is there already
-        self._stored = transitions._apply_batched(lambda _leaf: next(stores)).to(self.device)
+        self._stored = transitions.apply(lambda _leaf: next(stores), batched_only=True).to(
+            self.device
+        )
 
     def _check_like_first(
         self, transitions: Transitions[ActionT], stored: Transitions[ActionT]
@@ -347,7 +349,7 @@ class ReplayBuffer(Generic[ActionT]):
         device = self.device if generator is None else generator.device
         index = torch.randint(0, self._size, (size,), generator=generator, device=device)
         index = index.to(self.device)  # (drawn where the generator is, used on the buffer's)
-        return self._stored._apply_batched(lambda store: store.index_select(0, index))
+        return self._stored.apply(lambda store: store.index_select(0, index), batched_only=True)
 
 
 def _index_rows(data: Any, index: Tensor) -> Any:
@@ -357,7 +359,7 @@ def _index_rows(data: Any, index: Tensor) -> Any:
     def rows(tensor: Tensor) -> Tensor:
         return tensor.index_select(0, index.to(tensor.device))
 
-    return rows(data) if isinstance(data, Tensor) else data._apply_batched(rows)
+    return rows(data) if isinstance(data, Tensor) else data.apply(rows, batched_only=True)
 
 
 def _leading_size(item: Any) -> int:

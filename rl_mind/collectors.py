@@ -101,10 +101,10 @@ class _Collector(Generic[ActionT]):
         and note the episodes that end, ``ended`` ``[B]`` bool (done and counted)."""
         self._return += step.reward
         self._length += counted
-        if ended.any():
-            self._ended.append((ended, self._return.clone(), self._length.clone()))
-            self._return.masked_fill_(ended, 0.0)
-            self._length.masked_fill_(ended, 0)
+        if ended.any():  # (the tensors noted are kept as they are: new ones go on)
+            self._ended.append((ended, self._return, self._length))
+            self._return = self._return.masked_fill(ended, 0.0)
+            self._length = self._length.masked_fill(ended, 0)
 
     @property
     def episode_returns(self) -> Tensor:
@@ -153,8 +153,10 @@ class TransitionCollector(_Collector[ActionT]):
                 self._count(step, valid[-1], step.done)
                 steps.append(Transitions(obs, action, step.reward, step.next_obs, step.terminated))
         # the rows joined once (one step's need no joining), then the valid ones kept
-        transitions = steps[0] if n_steps == 1 else _joined(Transitions.cat, steps)
-        keep = torch.cat(valid)
+        if n_steps == 1:
+            transitions, keep = steps[0], valid[0]
+        else:
+            transitions, keep = _joined(Transitions.cat, steps), torch.cat(valid)
         if not keep.all():
             transitions = transitions[keep.nonzero().squeeze(1)]
         self.steps += len(transitions.reward)

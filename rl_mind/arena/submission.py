@@ -576,9 +576,9 @@ def load_reference(run_dir: str | os.PathLike[str], name: str = REFERENCE_NAME) 
     "Best" is the highest-rated of the run's snapshots and averaged agent in its
     ``leaderboard.csv`` (the round robin the job plays at the end); a run without one (it
     was interrupted) gives its averaged agent. The ``checkpoint.pt`` is read with
-    :func:`~rl_mind.evaluation.load_checkpoint` (``weights_only``: no code runs).
+    :func:`~rl_mind.checkpoints.load_checkpoint` (``weights_only``: no code runs).
     """
-    from rl_mind.evaluation import load_checkpoint
+    from rl_mind.checkpoints import load_checkpoint
     from rl_mind.selfplay.job import config_of_checkpoint
     from rl_mind.selfplay.trainer import AGENT_NAME
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from rl_mind.evaluation import record_video
 from rl_mind.selfplay._files import write_csv
 from rl_mind.selfplay.matches import round_robin
 from rl_mind.selfplay.ratings import Leaderboard, bradley_terry
@@ -26,6 +25,7 @@ from rl_mind.selfplay.trainer import (
     SelfPlayConfig,
     SelfPlayTrainer,
 )
+from rl_mind.videos import record_video
 
 __all__ = [
     "best_snapshot",

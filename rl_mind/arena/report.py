@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rl_mind.arena.run import ArenaResult, Standing
+from rl_mind.arena.results import ArenaResult, Standing
 from rl_mind.core import Action, Actor
 
 __all__ = ["VIDEO_MAX_STEPS", "write_outputs"]

@@ -21,16 +21,8 @@ from rl_mind.nn import build_mlp, soft_update
 
 # --- evaluation and notebook helpers
 # isort: split
-from rl_mind.evaluation import (
-    CheckpointError,
-    EvalResult,
-    Evaluator,
-    actor_policy,
-    load_checkpoint,
-    record_video,
-    save_checkpoint,
-    write_video,
-)
+from rl_mind.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from rl_mind.evaluation import EvalResult, Evaluator
 from rl_mind.notebook import (
     Profile,
     ProgressBar,
@@ -42,6 +34,7 @@ from rl_mind.notebook import (
     video_display,
 )
 from rl_mind.rendering import FrameViewer
+from rl_mind.videos import actor_policy, record_video, write_video
 
 # --- practicals (checks)
 # isort: split

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rl_mind.arena.run import ArenaResult, Standing
+from rl_mind.arena.results import ArenaResult, Standing
 from rl_mind.core import Action, Actor
 
 __all__ = ["VIDEO_MAX_STEPS", "write_outputs"]
@@ -149,7 +149,7 @@ class _PlayerActor(Actor[Action]):
 def _record_final(result: ArenaResult, out: Path) -> Path | None:
     """A video of one match between the two best players (the best on the left, blue)."""
     import rl_mind.envs  # noqa: F401  (registers the game)
-    from rl_mind.evaluation import record_video
+    from rl_mind.videos import record_video
 
     standings = result.standings()
     if len(standings) < 2:

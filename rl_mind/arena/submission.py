@@ -83,12 +83,12 @@ class SubmissionError(ValueError):
 
 def _game_sizes() -> tuple[int, int, int]:
     """(observation size, what the ball forecast adds to it, number of actions), as the game
-    and the self-play reference's features define them. (Imported when first needed:
-    importing the game registers it, which importing :mod:`rl_mind` must not do.)"""
-    from rl_mind.envs.pong_game import OBSERVATION_SIZE
-    from rl_mind.selfplay.trainer import FORECAST_SIZE, N_ACTIONS
+    and its ball forecast define them. (Imported when first needed: importing the game
+    registers it, which importing :mod:`rl_mind` must not do.)"""
+    from rl_mind.envs.pong_forecast import FORECAST_SIZE
+    from rl_mind.envs.pong_game import OBSERVATION_SIZE, PongDuelGame
 
-    return OBSERVATION_SIZE, FORECAST_SIZE, N_ACTIONS
+    return OBSERVATION_SIZE, FORECAST_SIZE, PongDuelGame.n_actions
 
 
 def check_name(value: Any, what: str) -> str:
@@ -224,7 +224,7 @@ class ArenaAgent(Actor[Action]):
 
     def logits(self, obs: Tensor) -> Tensor:
         """The policy's logits ``[N, 3]`` for observations ``[N, 10]``."""
-        from rl_mind.selfplay.trainer import network_input  # (it imports the game)
+        from rl_mind.envs.pong_forecast import network_input  # (it imports the game)
 
         return self.net(network_input(obs, self.ball_forecast))  # type: ignore[no-any-return]
 
@@ -576,9 +576,9 @@ def load_reference(run_dir: str | os.PathLike[str], name: str = REFERENCE_NAME) 
     "Best" is the highest-rated of the run's snapshots and averaged agent in its
     ``leaderboard.csv`` (the round robin the job plays at the end); a run without one (it
     was interrupted) gives its averaged agent. The ``checkpoint.pt`` is read with
-    :func:`~rl_mind.evaluation.load_checkpoint` (``weights_only``: no code runs).
+    :func:`~rl_mind.checkpoints.load_checkpoint` (``weights_only``: no code runs).
     """
-    from rl_mind.evaluation import load_checkpoint
+    from rl_mind.checkpoints import load_checkpoint
     from rl_mind.selfplay.job import config_of_checkpoint
     from rl_mind.selfplay.trainer import AGENT_NAME
 

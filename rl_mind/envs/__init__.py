@@ -22,7 +22,7 @@ from rl_mind.envs.pong_duel import (
     PongDuelVectorEnv,
     pong_duel_observation_space,
 )
-from rl_mind.envs.pong_game import PongDuelGame, PongDuelRules, PongDuelStep
+from rl_mind.envs.pong_game import PongDuelGame, PongDuelStep
 from rl_mind.envs.pong_opponents import (
     BUILTIN_OPPONENTS,
     NumpyPolicy,
@@ -33,6 +33,7 @@ from rl_mind.envs.pong_opponents import (
 )
 from rl_mind.envs.pong_parallel import PongDuelParallelEnv
 from rl_mind.envs.pong_render import render_frame, render_match
+from rl_mind.envs.pong_rules import PongDuelRules
 
 __all__ = [
     "BUILTIN_OPPONENTS",

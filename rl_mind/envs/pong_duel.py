@@ -22,7 +22,6 @@ their opponent: what a self-play loop needs to update win rates and ratings.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -33,9 +32,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from rl_mind.envs.pong_game import PongDuelGame, PongDuelRules
+from rl_mind.envs.pong_game import PongDuelGame
 from rl_mind.envs.pong_opponents import NumpyPolicy, as_numpy_policy
-from rl_mind.envs.pong_render import render_match
+from rl_mind.envs.pong_render import TRAIL_LENGTH, render_match
+from rl_mind.envs.pong_rules import PongDuelRules, rules_with
 
 __all__ = [
     "MatchResult",
@@ -44,26 +44,12 @@ __all__ = [
     "pong_duel_observation_space",
 ]
 
-_TRAIL_LENGTH = 6
-
 
 def pong_duel_observation_space() -> spaces.Box:
     """The ``Box`` of one player's 10-float observation (bounds hold at every step)."""
     low = np.array([-1, -1, -1.5, -1, -1, -1, -2, 0, 0, 0], dtype=np.float32)
     high = np.array([1, 1, 1.5, 1, 1, 1, 2, 1, 1, 1], dtype=np.float32)
     return spaces.Box(low=low, high=high, dtype=np.float32)
-
-
-def _make_rules(
-    rules: PongDuelRules | None, point_reward: float | None, max_steps: int | None
-) -> PongDuelRules:
-    rules = rules if rules is not None else PongDuelRules()
-    changes: dict[str, Any] = {}
-    if point_reward is not None:
-        changes["point_reward"] = float(point_reward)
-    if max_steps is not None:
-        changes["max_steps"] = int(max_steps)
-    return dataclasses.replace(rules, **changes) if changes else rules
 
 
 class MatchResult(NamedTuple):
@@ -112,14 +98,14 @@ class PongDuelEnv(gymnasium.Env[np.ndarray, np.int64]):
             raise ValueError(
                 f"PongDuelEnv: render_mode must be None or 'rgb_array', got {render_mode!r}"
             )
-        self.rules = _make_rules(rules, point_reward, max_steps)
+        self.rules = rules_with(rules, point_reward, max_steps)
         self.render_mode = render_mode
         self.observation_space = pong_duel_observation_space()
         self.action_space = spaces.Discrete(3)
         self.opponent = opponent
         self._opponent = as_numpy_policy(opponent, self.rules)
         self.game = PongDuelGame(1, self.rules)
-        self._trail: deque[tuple[float, float]] = deque(maxlen=_TRAIL_LENGTH)
+        self._trail: deque[tuple[float, float]] = deque(maxlen=TRAIL_LENGTH)
         self._needs_reset = True
 
     def reset(
@@ -277,7 +263,7 @@ class PongDuelVectorEnv(VectorEnv):
                 f"it as opponent=..."
             )
         self.num_envs = int(num_envs)
-        self.rules = _make_rules(
+        self.rules = rules_with(
             rules, point_reward, max_steps if max_steps is not None else max_episode_steps
         )
         self.autoreset_mode = mode

@@ -6,7 +6,7 @@ The views in :mod:`rl_mind.envs.pong_duel` (single match, vectorized, single-age
 and a self-play trainer that wants *both* sides' observations (to train on the moves of
 the "latest policy" opponent too) can use :class:`PongDuelGame` directly.
 
-The rules (:class:`PongDuelRules` holds every number):
+The rules (:class:`~rl_mind.envs.pong_rules.PongDuelRules` holds every number):
 
 - Court ``x ∈ [-1, 1]``, ``y ∈ [-1, 1]`` (``y`` up). Player 0 is on the left, its paddle at
   ``x = -0.9``; player 1 on the right at ``x = +0.9``. Paddles have half-length 0.15 and move
@@ -39,55 +39,21 @@ What the reader must not get wrong:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = [
-    "OBSERVATION_SIZE",
-    "PongDuelGame",
-    "PongDuelRules",
-    "PongDuelStep",
-]
+from rl_mind.envs.pong_opponents import as_numpy_policy
+from rl_mind.envs.pong_rules import PongDuelRules
+
+__all__ = ["OBSERVATION_SIZE", "PongDuelGame", "PongDuelStep"]
 
 OBSERVATION_SIZE = 10
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
-
-
-@dataclasses.dataclass(frozen=True)
-class PongDuelRules:
-    """Every number of the Pong Duel rules (see the module docstring). Lengths in court units."""
-
-    paddle_x: float = 0.9
-    paddle_half_length: float = 0.15
-    paddle_speed: float = 0.035
-    ball_radius: float = 0.025
-    serve_speed: float = 0.04
-    serve_max_height: float = 0.5
-    serve_max_angle_deg: float = 30.0
-    speed_up: float = 1.15
-    max_speed: float = 0.25
-    max_bounce_angle_deg: float = 60.0
-    points_to_win: int = 3
-    max_steps: int = 1500
-    point_reward: float = 0.2
-    win_reward: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.points_to_win < 1 or self.max_steps < 1:
-            raise ValueError(
-                f"PongDuelRules: points_to_win and max_steps must be >= 1, got "
-                f"{self.points_to_win} and {self.max_steps}"
-            )
-        if not 0 < self.paddle_half_length < 1:
-            raise ValueError(
-                f"PongDuelRules: paddle_half_length must be in (0, 1), got {self.paddle_half_length}"
-            )
 
 
 class PongDuelStep(NamedTuple):
@@ -406,8 +372,6 @@ class PongDuelGame:
     # ------------------------------------------------------------------ utilities
     def builtin_policy(self, name: str) -> Any:
         """A built-in opponent by name (``"random"``, ``"scripted"``, ``"predictive"``)."""
-        from rl_mind.envs.pong_opponents import as_numpy_policy  # (it imports this module)
-
         if not isinstance(name, str):
             raise TypeError(
                 f"PongDuelGame.builtin_policy: expected a name, got {type(name).__name__}"

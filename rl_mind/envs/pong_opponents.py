@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl_mind.envs.pong_game import PongDuelRules
+from rl_mind.envs.pong_rules import PongDuelRules
 
 __all__ = [
     "BUILTIN_OPPONENTS",

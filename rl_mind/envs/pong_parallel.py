@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from rl_mind.envs.pong_duel import _TRAIL_LENGTH, _make_rules, pong_duel_observation_space
-from rl_mind.envs.pong_game import PongDuelGame, PongDuelRules
-from rl_mind.envs.pong_render import render_match
+from rl_mind.envs.pong_duel import pong_duel_observation_space
+from rl_mind.envs.pong_game import PongDuelGame
+from rl_mind.envs.pong_render import TRAIL_LENGTH, render_match
+from rl_mind.envs.pong_rules import PongDuelRules, rules_with
 
 __all__ = ["PongDuelParallelEnv"]
 
@@ -54,7 +55,7 @@ class PongDuelParallelEnv:
                 f"PongDuelParallelEnv: render_mode must be None or 'rgb_array', got {render_mode!r}"
             )
         self.render_mode = render_mode
-        self.rules = _make_rules(rules, point_reward, max_steps)
+        self.rules = rules_with(rules, point_reward, max_steps)
         self.possible_agents = list(_AGENTS)
         self.agents: list[str] = []
         self.game = PongDuelGame(1, self.rules)
@@ -62,7 +63,7 @@ class PongDuelParallelEnv:
         self._action_space = spaces.Discrete(3)
         self.observation_spaces = dict.fromkeys(_AGENTS, self._observation_space)
         self.action_spaces = dict.fromkeys(_AGENTS, self._action_space)
-        self._trail: deque[tuple[float, float]] = deque(maxlen=_TRAIL_LENGTH)
+        self._trail: deque[tuple[float, float]] = deque(maxlen=TRAIL_LENGTH)
 
     def observation_space(self, agent: str) -> spaces.Box:
         """The same space object for every call (PettingZoo requires it)."""

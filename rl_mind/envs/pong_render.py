@@ -12,14 +12,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rl_mind.envs.pong_game import PongDuelGame, PongDuelRules
+from rl_mind.envs.pong_game import PongDuelGame
+from rl_mind.envs.pong_rules import PongDuelRules
 
-__all__ = ["FRAME_HEIGHT", "FRAME_WIDTH", "render_frame", "render_match"]
+__all__ = ["FRAME_HEIGHT", "FRAME_WIDTH", "TRAIL_LENGTH", "render_frame", "render_match"]
 
 FRAME_WIDTH = 480
 HEADER_HEIGHT = 48
 COURT_HEIGHT = 352
 FRAME_HEIGHT = HEADER_HEIGHT + COURT_HEIGHT
+TRAIL_LENGTH = 6  # the earlier ball positions a view keeps for the fading trail
 
 BACKGROUND = np.array([18, 20, 28], dtype=np.uint8)
 COURT = np.array([26, 30, 42], dtype=np.uint8)

@@ -9,10 +9,11 @@
   by default).
 
 Pong Duel's self-play PPO, :mod:`rl_mind.selfplay.trainer` (the one implementation, which
-``rl-mind selfplay`` runs and the reference practical shows), gives its networks and their
-input here too: :class:`PongPolicy`, :class:`PongCritic`, :func:`network_input`,
-:func:`ball_forecast`. They are imported on first use, since that module registers the game
-(``import rl_mind.envs``), which importing :mod:`rl_mind` must not do.
+``rl-mind selfplay`` runs and the reference practical shows), gives its networks here too:
+:class:`PongPolicy`, :class:`PongCritic`, and their input, :func:`network_input` and
+:func:`ball_forecast` (of :mod:`rl_mind.envs.pong_forecast`). They are imported on first
+use, since their modules register the game (``import rl_mind.envs``), which importing
+:mod:`rl_mind` must not do.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -36,10 +37,16 @@ from rl_mind.selfplay.ratings import (
 )
 
 if TYPE_CHECKING:
-    from rl_mind.selfplay.trainer import PongCritic, PongPolicy, ball_forecast, network_input
+    from rl_mind.envs.pong_forecast import ball_forecast, network_input
+    from rl_mind.selfplay.trainer import PongCritic, PongPolicy
 
-# the names of the self-play PPO, imported from rl_mind.selfplay.trainer when first used
-_FROM_TRAINER = ("PongCritic", "PongPolicy", "ball_forecast", "network_input")
+# the names of the self-play PPO, imported from their modules when first used
+_LAZY = {
+    "PongCritic": "rl_mind.selfplay.trainer",
+    "PongPolicy": "rl_mind.selfplay.trainer",
+    "ball_forecast": "rl_mind.envs.pong_forecast",
+    "network_input": "rl_mind.envs.pong_forecast",
+}
 
 __all__ = [
     "SAMPLING_STRATEGIES",
@@ -65,8 +72,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _FROM_TRAINER:
-        from rl_mind.selfplay import trainer
+    if name in _LAZY:
+        import importlib
 
-        return getattr(trainer, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'rl_mind.selfplay' has no attribute {name!r}")

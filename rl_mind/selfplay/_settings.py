@@ -24,10 +24,8 @@ __all__ = [
     "MAX_SEED",
     "activation",
     "bool_flags",
-    "observation_shape",
     "same_shape",
     "settings",
-    "tensor",
 ]
 
 # The run derives its other seeds from this one (seed + 2, seed + 1000 * updates + 1, ...),
@@ -114,24 +112,6 @@ def activation(name: Any) -> type[nn.Module]:
     if not isinstance(name, str) or name not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, got {name!r}")
     return ACTIVATIONS[name]
-
-
-def tensor(obs: Any, caller: str) -> Tensor:
-    """``obs`` if it is a tensor, else a ``TypeError`` (a numpy array would fail deep in torch)."""
-    if not isinstance(obs, Tensor):
-        raise TypeError(
-            f"{caller}: expected a tensor of observations, got {type(obs).__name__} "
-            f"(convert with torch.as_tensor(obs))"
-        )
-    return obs
-
-
-def observation_shape(obs: Tensor, size: int) -> None:
-    """Refuse observations whose last dimension is not ``size`` (Pong Duel's 10)."""
-    if obs.shape[-1:] != (size,):
-        raise ValueError(
-            f"Pong Duel observations are [..., {size}] tensors, got shape {tuple(obs.shape)}"
-        )
 
 
 def bool_flags(shape: tuple[int, ...], **flags: Any) -> None:

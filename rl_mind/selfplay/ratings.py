@@ -264,10 +264,44 @@ def bradley_terry(
     if hasattr(wins, "wins") and hasattr(wins, "draws") and hasattr(wins, "names"):
         results: Any = wins
         wins, draws, names = results.wins, results.draws, results.names
+    w, d = _checked_counts(wins, draws)
+    p = w.shape[0]
+    prior_draws = finite_number(prior_draws, "bradley_terry: prior_draws", minimum=0.0)
+    anchor_rating = finite_number(anchor_rating, "bradley_terry: anchor_rating")
+    names = [str(i) for i in range(p)] if names is None else [str(n) for n in names]
+    if len(names) != p:
+        raise ValueError(f"bradley_terry: {len(names)} names for {p} players")
+    anchor_index = _anchor_index(anchor, names)
+    if p == 1:  # (a player alone: nothing to fit, it sits at the anchor)
+        return Leaderboard((LeaderboardRow(names[0], anchor_rating, 0.0, 0.0, None),), title)
+    # (copies: the caller's matrices stay as they were)
+    w, d = w.copy(), d.copy()
+    np.fill_diagonal(w, 0.0)
+    np.fill_diagonal(d, 0.0)
+    games = w + w.T + d  # draws[i, j] counted once for the pair (i, j)
+    played = games > 0
+    score = w + 0.5 * d + 0.5 * prior_draws * played
+    theta, stderr = _fit_ratings(score, games + prior_draws * played, anchor_index)
+    real_games = games.sum(axis=1)
+    real_score = (w + 0.5 * d).sum(axis=1)
+    rows = [
+        LeaderboardRow(
+            names[i],
+            anchor_rating + _ELO_PER_NAT * theta[i],
+            _ELO_PER_NAT * stderr[i],
+            float(real_games[i]),
+            float(real_score[i] / real_games[i]) if real_games[i] else None,
+        )
+        for i in range(p)
+    ]
+    return Leaderboard(tuple(sorted(rows, key=lambda r: -r.rating)), title)
+
+
+def _checked_counts(wins: Any, draws: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``wins`` and ``draws`` as float ``[P, P]`` matrices of finite counts >= 0."""
     w = np.asarray(wins, dtype=float)
     if w.ndim != 2 or w.shape[0] != w.shape[1]:
         raise ValueError(f"bradley_terry: wins must be a square [P, P] matrix, got shape {w.shape}")
-    p = w.shape[0]
     d = np.zeros_like(w) if draws is None else np.asarray(draws, dtype=float)
     if d.shape != w.shape:
         raise ValueError(
@@ -281,39 +315,36 @@ def bradley_terry(
                 f"bradley_terry: {label} must be finite counts >= 0, got {counts[i, j]} at "
                 f"{label}[{i}, {j}]"
             )
-    prior_draws = finite_number(prior_draws, "bradley_terry: prior_draws", minimum=0.0)
-    anchor_rating = finite_number(anchor_rating, "bradley_terry: anchor_rating")
-    names = [str(i) for i in range(p)] if names is None else [str(n) for n in names]
-    if len(names) != p:
-        raise ValueError(f"bradley_terry: {len(names)} names for {p} players")
+    return w, d
+
+
+def _anchor_index(anchor: Any, names: list[str]) -> int:
+    """The index of the anchor player, given by name or by index."""
     if isinstance(anchor, str):
         if anchor not in names:
             raise ValueError(
                 f"bradley_terry: anchor {anchor!r} is not a player; players: {names}. Pass "
                 "anchor=<name or index> of the player whose rating is fixed"
             )
-        anchor_index = names.index(anchor)
-    else:
-        if _as_int(anchor) is None:
-            raise TypeError(
-                f"bradley_terry: anchor must be a player's name or index, got "
-                f"{type(anchor).__name__}"
-            )
-        if not 0 <= anchor < p:  # (-1 would anchor nobody: ratings adrift)
-            raise ValueError(
-                f"bradley_terry: anchor index {anchor} is not a player; indices 0 to {p - 1}"
-            )
-        anchor_index = int(anchor)
-    if p == 1:  # (a player alone: nothing to fit, it sits at the anchor)
-        return Leaderboard((LeaderboardRow(names[0], anchor_rating, 0.0, 0.0, None),), title)
-    # (copies: the caller's matrices stay as they were)
-    w, d = w.copy(), d.copy()
-    np.fill_diagonal(w, 0.0)
-    np.fill_diagonal(d, 0.0)
-    games = w + w.T + d  # draws[i, j] counted once for the pair (i, j)
-    played = games > 0
-    score = w + 0.5 * d + 0.5 * prior_draws * played
-    n = games + prior_draws * played
+        return names.index(anchor)
+    if _as_int(anchor) is None:
+        raise TypeError(
+            f"bradley_terry: anchor must be a player's name or index, got {type(anchor).__name__}"
+        )
+    if not 0 <= anchor < len(names):  # (-1 would anchor nobody: ratings adrift)
+        raise ValueError(
+            f"bradley_terry: anchor index {anchor} is not a player; indices 0 to {len(names) - 1}"
+        )
+    return int(anchor)
+
+
+def _fit_ratings(
+    score: np.ndarray, n: np.ndarray, anchor_index: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Newton's method on the Bradley–Terry log-likelihood (``score[i, j]``: points of ``i``
+    in its ``n[i, j]`` games against ``j``), the anchor fixed at 0: the ratings ``[P]`` in
+    nats and their standard errors from the curvature."""
+    p = len(score)
     theta = np.zeros(p)
     free = np.array([i != anchor_index for i in range(p)])
     ridge = 1e-6  # keeps the Hessian invertible for players who never played
@@ -331,16 +362,4 @@ def bradley_terry(
     covariance = np.linalg.inv(-h)
     stderr = np.zeros(p)
     stderr[free] = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
-    real_games = games.sum(axis=1)
-    real_score = (w + 0.5 * d).sum(axis=1)
-    rows = [
-        LeaderboardRow(
-            names[i],
-            anchor_rating + _ELO_PER_NAT * theta[i],
-            _ELO_PER_NAT * stderr[i],
-            float(real_games[i]),
-            float(real_score[i] / real_games[i]) if real_games[i] else None,
-        )
-        for i in range(p)
-    ]
-    return Leaderboard(tuple(sorted(rows, key=lambda r: -r.rating)), title)
+    return theta, stderr

@@ -1,85 +1,34 @@
-"""The end of a self-play run: the round-robin leaderboard of its snapshots, and a match video.
+"""The end of a ``rl-mind selfplay`` run: its leaderboard written out, and a match video.
 
-Both the reference practical and ``rl-mind selfplay`` call these after the training of
-:mod:`rl_mind.selfplay.trainer` (they are not part of the algorithm). What the reader must
-not get wrong: a round robin rates players against each other only (Bradley–Terry, anchored
-at ``random = 0``); in a non-transitive game a higher rating does not mean a win against
-every lower-rated player.
+The job calls these after the training of :mod:`rl_mind.selfplay.trainer`, whose
+:func:`~rl_mind.selfplay.trainer.leaderboard` plays the round robin of the snapshots. What
+the reader must not get wrong: a round robin rates players against each other only
+(Bradley–Terry, anchored at ``random = 0``); in a non-transitive game a higher rating does
+not mean a win against every lower-rated player.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from rl_mind.evaluation import record_video
 from rl_mind.selfplay._files import write_csv
-from rl_mind.selfplay.matches import round_robin
-from rl_mind.selfplay.ratings import Leaderboard, bradley_terry
-from rl_mind.selfplay.trainer import (
-    AGENT_NAME,
-    BOTS,
-    ENV_NAME,
-    PongPolicy,
-    SelfPlayConfig,
-    SelfPlayTrainer,
-)
+from rl_mind.selfplay.ratings import Leaderboard
+from rl_mind.selfplay.trainer import ENV_NAME, PongPolicy, SelfPlayConfig, SelfPlayTrainer
 
-__all__ = [
-    "best_snapshot",
-    "film_match",
-    "leaderboard",
-    "leaderboard_indices",
-    "snapshot_name",
-    "take_final_snapshot",
-    "write_leaderboard",
-]
+# (the leaderboard of the snapshots is part of the reference practical: still importable here)
+from rl_mind.selfplay.trainer import best_snapshot as best_snapshot
+from rl_mind.selfplay.trainer import leaderboard as leaderboard
+from rl_mind.selfplay.trainer import leaderboard_indices as leaderboard_indices
+from rl_mind.selfplay.trainer import snapshot_name as snapshot_name
+from rl_mind.selfplay.trainer import take_final_snapshot as take_final_snapshot
+from rl_mind.videos import record_video
 
-
-def snapshot_name(entry: dict[str, Any]) -> str:
-    """An archived snapshot's name on the leaderboard: ``"snapshot 3 (step 40960)"``."""
-    return f"snapshot {entry['id']} (step {entry['step']})"
-
-
-def leaderboard_indices(trainer: SelfPlayTrainer, n_snapshots: int | None = None) -> list[int]:
-    """Archive indices of up to ``n_snapshots`` (default ``leaderboard_snapshots``)
-    snapshots evenly spread over the run, the first and the last included."""
-    k = n_snapshots if n_snapshots is not None else trainer.config.leaderboard_snapshots
-    return sorted({round(i) for i in np.linspace(0, len(trainer.archive) - 1, max(k, 1))})
-
-
-def leaderboard(
-    trainer: SelfPlayTrainer,
-    n_snapshots: int | None = None,
-    n_matches: int | None = None,
-    seed: int = 0,
-) -> tuple[Leaderboard, dict[str, float]]:
-    """Round robin of the :func:`leaderboard_indices` snapshots, the agent (``AGENT_NAME``,
-    unless ``policy_averaging`` is 0) and the bots, ``n_matches`` (default
-    ``leaderboard_matches``) per pair; Bradley–Terry ratings anchored at ``random = 0``.
-    Returns the leaderboard and the training step of each snapshot."""
-    n = n_matches if n_matches is not None else trainer.config.leaderboard_matches
-    players: dict[str, Any] = {bot: bot for bot in BOTS}
-    steps: dict[str, float] = {}
-    for i in leaderboard_indices(trainer, n_snapshots):
-        name = snapshot_name(trainer.archive[i])
-        players[name], steps[name] = trainer.archived_policy(i), trainer.archive[i]["step"]
-    if trainer.config.policy_averaging > 0:
-        players[AGENT_NAME] = trainer.averaged_policy
-    results = round_robin(players, n, seed=seed)
-    return bradley_terry(results.wins, results.draws, results.names, anchor="random"), steps
-
-
-def take_final_snapshot(trainer: SelfPlayTrainer) -> None:
-    """Archive the learner as it is now, unless the last snapshot already has its weights."""
-    if trainer.archive[-1]["step"] != trainer.env_steps:
-        trainer.take_snapshot()
+__all__ = ["film_match", "write_leaderboard"]
 
 
 def write_leaderboard(trainer: SelfPlayTrainer, run_dir: Path) -> tuple[Leaderboard, Path, Path]:
-    """Play :func:`leaderboard` (the learner as it is now joins it as the last snapshot) and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.png``
+    """Play :func:`~rl_mind.selfplay.trainer.leaderboard` (the learner as it is now joins it as
+    the last snapshot) and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.png``
     into ``run_dir``; returns the leaderboard and the paths of the table and the plot."""
     from matplotlib.figure import Figure
 
@@ -100,13 +49,6 @@ def write_leaderboard(trainer: SelfPlayTrainer, run_dir: Path) -> tuple[Leaderbo
     plot = run_dir / "leaderboard.png"
     figure.savefig(plot, dpi=100)
     return board, table, plot
-
-
-def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) -> PongPolicy:
-    """The best-rated archived snapshot on ``board`` (without a board: the last one)."""
-    names = [snapshot_name(entry) for entry in trainer.archive]
-    rated = [names.index(row.name) for row in board.rows if row.name in names] if board else []
-    return trainer.archived_policy(rated[0] if rated else len(names) - 1)
 
 
 def film_match(policy: PongPolicy, run_dir: Path, config: SelfPlayConfig) -> Path:

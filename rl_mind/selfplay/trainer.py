@@ -48,21 +48,21 @@ from rl_mind.collectors import RolloutCollector
 from rl_mind.core import Actor, Observation, StochasticAction, TensorStruct
 from rl_mind.data import Rollout, minibatches
 from rl_mind.env import VecEnv
-from rl_mind.envs import BUILTIN_OPPONENTS, PongDuelRules  # (registers rl_mind/PongDuel-v0)
+from rl_mind.envs import BUILTIN_OPPONENTS  # (registers rl_mind/PongDuel-v0)
+from rl_mind.envs.pong_forecast import FORECAST_SIZE, ball_forecast, network_input
 from rl_mind.envs.pong_game import OBSERVATION_SIZE, PongDuelGame
 from rl_mind.nn import build_mlp, soft_update
 from rl_mind.notebook import Profile, progress_bar
 from rl_mind.selfplay import _settings as check
 from rl_mind.selfplay._files import write_csv
-from rl_mind.selfplay.matches import play_matches
+from rl_mind.selfplay.matches import play_matches, round_robin
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
-from rl_mind.selfplay.ratings import EloTable
+from rl_mind.selfplay.ratings import EloTable, Leaderboard, bradley_terry
 
 __all__ = [
     "AGENT_NAME",
     "BOTS",
     "ENV_NAME",
-    "FORECAST_SIZE",
     "N_ACTIONS",
     "LiveOpponent",
     "PongCritic",
@@ -72,13 +72,16 @@ __all__ = [
     "SelfPlayTrainer",
     "TrainingBatch",
     "UpdateStats",
-    "ball_forecast",
+    "best_snapshot",
     "clipped_policy_loss",
     "explained_variance",
     "gae_advantages",
+    "leaderboard",
+    "leaderboard_indices",
     "mirror_observation",
-    "network_input",
     "ppo_loss",
+    "snapshot_name",
+    "take_final_snapshot",
     "train_for",
     "value_loss",
 ]
@@ -197,34 +200,18 @@ if __name__ == "__main__":
 # and the steps until then). It is feature engineering, and it is worth it: in 10-minute
 # runs the agent won 9 matches out of 10 against `scripted` after 1.5–2 minutes instead of
 # 7–10, and 61–65% against `predictive` at the end instead of 44–49% (measured with 64-unit
-# networks; `SelfPlayConfig(ball_forecast=False)` turns it off). The numbers of the court
-# come from the game's rules, `PongDuelRules`.
+# networks; `SelfPlayConfig(ball_forecast=False)` turns it off). `ball_forecast` and
+# `network_input` live with the game, in `rl_mind/envs/pong_forecast.py` (a dozen lines;
+# the numbers of the court come from the game's rules, `PongDuelRules`): the class arena
+# computes the same feature for every submitted agent.
 
 # %%
-RULES = PongDuelRules()
-FACE_X = RULES.paddle_x - RULES.ball_radius  # where a paddle meets the ball's centre
-WALL = 1.0 - RULES.ball_radius  # where the walls (the court is y in [-1, 1]) reflect it
-FORECAST_SIZE = 3  # what ball_forecast adds to an observation
 N_ACTIONS = PongDuelGame.n_actions  # 0 stay, 1 up, 2 down
 
-
-def ball_forecast(obs: Tensor) -> Tensor:
-    """``[..., 10]`` observations → ``[..., 3]``: the height ``y`` where the ball will cross the
-    paddle line it flies towards, ``y`` minus the own paddle's, the steps until then / 40 (≤ 2)."""
-    check.observation_shape(obs, OBSERVATION_SIZE)
-    ball_x, ball_y = obs[..., 2], obs[..., 3]
-    vx, vy = obs[..., 4] * RULES.max_speed, obs[..., 5] * RULES.max_speed  # (observed / max)
-    distance = (FACE_X - ball_x * torch.sign(vx)).clamp(min=0.0)  # to the line ahead
-    steps = distance / vx.abs().clamp(min=1e-3)
-    folded = torch.remainder(ball_y + vy * steps + WALL, 4 * WALL)  # the bounces unfolded
-    y = WALL - (folded - 2 * WALL).abs()
-    return torch.stack([y, y - obs[..., 0], (steps / 40).clamp(max=2.0)], dim=-1)
-
-
-def network_input(obs: Observation, forecast: bool = True) -> Tensor:
-    """The observation ``[..., 10]`` followed by :func:`ball_forecast` (``[..., 13]``), or alone."""
-    obs = check.tensor(obs, "network_input")
-    return torch.cat([obs, ball_forecast(obs)], dim=-1) if forecast else obs
+# %%
+if __name__ == "__main__":
+    forecast = ball_forecast(torch.as_tensor(obs))
+    print("where the ball will cross, that minus our paddle, steps / 40:", forecast.numpy())
 
 
 # %% [markdown]
@@ -776,10 +763,8 @@ def train_for(
 if __name__ == "__main__":
     import os
 
-    from rl_mind.selfplay.job import default_minutes
-
     seed = int(os.environ.get("RL_MIND_SEED", "0"))
-    minutes = default_minutes()  # of training time, as in rl-mind selfplay
+    minutes = Profile.pick(5.0, fast_test=0.1)  # of training time, as in rl-mind selfplay
     max_updates: int | None = None  # stop after this many updates instead
 
 # %%
@@ -826,14 +811,63 @@ if __name__ == "__main__":
 
 
 # %%
+def snapshot_name(entry: dict[str, Any]) -> str:
+    """An archived snapshot's name on the leaderboard: ``"snapshot 3 (step 40960)"``."""
+    return f"snapshot {entry['id']} (step {entry['step']})"
+
+
+def leaderboard_indices(trainer: SelfPlayTrainer, n_snapshots: int | None = None) -> list[int]:
+    """Archive indices of up to ``n_snapshots`` (default ``leaderboard_snapshots``)
+    snapshots evenly spread over the run, the first and the last included."""
+    k = n_snapshots if n_snapshots is not None else trainer.config.leaderboard_snapshots
+    return sorted({round(i) for i in np.linspace(0, len(trainer.archive) - 1, max(k, 1))})
+
+
+def leaderboard(
+    trainer: SelfPlayTrainer,
+    n_snapshots: int | None = None,
+    n_matches: int | None = None,
+    seed: int = 0,
+) -> tuple[Leaderboard, dict[str, float]]:
+    """Round robin of the :func:`leaderboard_indices` snapshots, the agent (``AGENT_NAME``,
+    unless ``policy_averaging`` is 0) and the bots, ``n_matches`` (default
+    ``leaderboard_matches``) per pair; Bradley–Terry ratings anchored at ``random = 0``.
+    Returns the leaderboard and the training step of each snapshot."""
+    n = n_matches if n_matches is not None else trainer.config.leaderboard_matches
+    players: dict[str, Any] = {bot: bot for bot in BOTS}
+    steps: dict[str, float] = {}
+    for i in leaderboard_indices(trainer, n_snapshots):
+        name = snapshot_name(trainer.archive[i])
+        players[name], steps[name] = trainer.archived_policy(i), trainer.archive[i]["step"]
+    if trainer.config.policy_averaging > 0:
+        players[AGENT_NAME] = trainer.averaged_policy
+    results = round_robin(players, n, seed=seed)
+    return bradley_terry(results.wins, results.draws, results.names, anchor="random"), steps
+
+
+def take_final_snapshot(trainer: SelfPlayTrainer) -> None:
+    """Archive the learner as it is now, unless the last snapshot already has its weights."""
+    if trainer.archive[-1]["step"] != trainer.env_steps:
+        trainer.take_snapshot()
+
+
+def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) -> PongPolicy:
+    """The best-rated archived snapshot on ``board`` (without a board: the last one)."""
+    names = [snapshot_name(entry) for entry in trainer.archive]
+    rated = [names.index(row.name) for row in board.rows if row.name in names] if board else []
+    return trainer.archived_policy(rated[0] if rated else len(names) - 1)
+
+
+# %%
 if __name__ == "__main__":
-    from IPython.display import Image, display
-
-    from rl_mind.selfplay.report import best_snapshot, film_match, write_leaderboard
-
-    board, table, plot = write_leaderboard(trainer, run_dir)
+    take_final_snapshot(trainer)  # the learner as it is now joins as the last snapshot
+    board, snapshot_steps = leaderboard(trainer, seed=trainer.config.seed)
     print(board)
-    display(Image(filename=plot))
+    (run_dir / "leaderboard.md").write_text(board.to_markdown() + "\n")
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), layout="tight")
+    board.plot(ax=left)
+    board.plot(ax=right, x=snapshot_steps, xlabel="training step (game steps) of the snapshot")
+    plt.show()
 
 # %% [markdown]
 # ## 9. Watch a match
@@ -844,10 +878,12 @@ if __name__ == "__main__":
 
 # %%
 if __name__ == "__main__":
-    from rl_mind.notebook import video_display
+    from rl_mind import record_video, video_display
 
     best = best_snapshot(trainer, board)
-    video = film_match(best, run_dir, trainer.config)
+    video = record_video(best, ENV_NAME, run_dir, seed=trainer.config.seed,
+                         max_steps=trainer.config.video_max_steps,
+                         name="match-best-vs-scripted", opponent="scripted")  # fmt: skip
     trainer.close()
     video_display(video, width=480)
 
@@ -871,15 +907,15 @@ if __name__ == "__main__":
 # `rl_mind.export_agent` writes the best snapshot as one `.safetensors` file: its weights
 # and a short description of the network, no code. Put your name as the author and hand
 # the file in; the teacher's `rl-mind arena` rates every submission against the others
-# and the bots. Loading it back (`load_submission`) is what the arena does.
+# and the bots, loading it back with `rl_mind.arena.load_submission` (no code in the file
+# runs).
 
 # %%
 if __name__ == "__main__":
     import rl_mind
-    from rl_mind.arena import load_submission
 
     author = "Your Name"  # letters, digits, spaces and - _ . ' @
     submission = rl_mind.export_agent(
         best, run_dir / "agent.safetensors", name="self-play PPO", author=author
     )
-    print(submission, "->", load_submission(submission))
+    print("hand in:", submission)

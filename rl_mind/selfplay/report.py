@@ -28,6 +28,7 @@ from rl_mind.selfplay.trainer import (
 )
 
 __all__ = [
+    "VIDEO_NAME",
     "best_snapshot",
     "film_match",
     "leaderboard",
@@ -36,6 +37,10 @@ __all__ = [
     "take_final_snapshot",
     "write_leaderboard",
 ]
+
+
+#: The match video's name: ``<run dir>/match-best-vs-scripted-<time>.mp4``.
+VIDEO_NAME = "match-best-vs-scripted"
 
 
 def snapshot_name(entry: dict[str, Any]) -> str:
@@ -112,5 +117,5 @@ def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) ->
 def film_match(policy: PongPolicy, run_dir: Path, config: SelfPlayConfig) -> Path:
     """A video of one match of ``policy`` (its most likely actions) against the scripted bot."""
     return record_video(policy, ENV_NAME, run_dir, seed=config.seed,
-                        max_steps=config.video_max_steps, name="match-best-vs-scripted",
+                        max_steps=config.video_max_steps, name=VIDEO_NAME,
                         opponent="scripted")  # fmt: skip

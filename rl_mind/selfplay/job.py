@@ -1,10 +1,12 @@
 """The main job, ``rl-mind selfplay``: PPO learns Pong Duel by self-play, as a script.
 
 :func:`train` runs the self-play PPO of :mod:`rl_mind.selfplay.trainer` (its
-:func:`~rl_mind.selfplay.trainer.train_for` loop: progress bar, TensorBoard, evaluations)
-for a time budget and adds what a script needs around it: a run directory, a checkpoint at
-regular intervals and at the end, Ctrl-C, ``--resume``; then the leaderboard's round robin
-and the film of the best snapshot against the scripted bot. :func:`main` is the command line.
+:func:`~rl_mind.selfplay.trainer.train_for` loop: TensorBoard, evaluations) for a time
+budget and adds what a script needs around it: start lines that say what it does and
+where, a progress bar on a terminal or a line per evaluation elsewhere, a run directory, a
+checkpoint at regular intervals and at the end, Ctrl-C, ``--resume``; then the
+leaderboard's round robin and the film of the best snapshot against the scripted bot.
+:func:`main` is the command line.
 
 A run directory holds::
 
@@ -23,7 +25,8 @@ What the reader must not get wrong:
 - Ctrl-C stops at the end of the current update and saves a checkpoint (a second Ctrl-C
   interrupts at once, still saving). ``--resume RUN_DIR`` continues that run until its
   budget is spent: learner, optimizer, pool, ratings, counters and random states are
-  restored; matches in progress when it stopped are replaced by fresh ones.
+  restored; matches in progress when it stopped are replaced by fresh ones. A run whose
+  budget is spent is left untouched (``--minutes`` with a larger total trains it on).
 - A truncated or corrupt checkpoint is refused (:class:`~rl_mind.evaluation.CheckpointError`
   naming the file); it is never loaded half.
 """
@@ -618,7 +621,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-video", action="store_true", help="skip the final match video")
     parser.add_argument(
-        "--no-progress", action="store_true", help="no progress bar (e.g. in a log file)"
+        "--no-progress",
+        action="store_true",
+        help="a line per evaluation instead of the progress bar (the default off a terminal)",
     )
     return parser
 

@@ -125,7 +125,7 @@ class Leaderboard:
             ax.axvline(0.0, color="grey", linewidth=0.8)
             for y, row in enumerate(rows):
                 if row.stderr == 0.0:
-                    ax.plot([row.rating], [y], marker="D", color="tab:red")
+                    ax.plot([row.rating], [y], marker="D", color="tab:red", clip_on=False)
                     ax.annotate(f"anchor ({row.rating:.0f})", (row.rating, y), xytext=(6, 0),
                                 textcoords="offset points", va="center", color="tab:red")  # fmt: skip
             ax.set_xlabel("rating (Elo scale)")

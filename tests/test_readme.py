@@ -7,6 +7,8 @@ notebook); blocks fenced as ```python {.no-run} are shown only (fragments of a l
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 from pathlib import Path
@@ -34,6 +36,21 @@ def test_readme_code_blocks_run() -> None:
     found = blocks("python", [README])
     assert found, "rl_mind.md lost its example"
     run_in_module("rl_mind_readme", found)
+
+
+@pytest.mark.usefixtures("notebook_like")
+def test_the_first_agent_is_seeded_and_starts_where_the_readme_says() -> None:
+    first = blocks("python", [README])[0]
+    assert "torch.manual_seed(" in first.code, "the README's first agent must be seeded"
+    printed = []
+    for _ in range(2):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            run_in_module("rl_mind_readme_first_agent", [first])
+        printed.append(out.getvalue())
+    assert printed[0] == printed[1], "the seeded example printed other returns a second time"
+    claimed = re.search(r"mean return climbs from (\d+) at\s+iteration 0", README.read_text())
+    assert claimed is not None, "rl_mind.md no longer says where the first agent starts"
+    assert printed[0].splitlines()[0] == f"0 mean return {claimed.group(1)}"
 
 
 @pytest.mark.usefixtures("notebook_like")

@@ -421,6 +421,31 @@ def test_leaderboard_plots_bars_and_rating_curves():
     assert len(ax.lines) >= 2
 
 
+def test_the_leaderboard_plot_labels_the_anchor_whose_bar_has_no_length():
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    names, wins = _simulated_results()
+    board = bradley_terry(wins, names=names, anchor="weak")
+    figure = Figure()
+    ax = board.plot(ax=figure.subplots())
+    assert [text.get_text() for text in ax.texts] == ["anchor (0)"]
+    row = [tick.get_text() for tick in ax.get_yticklabels()].index("weak")
+    markers = [line for line in ax.lines if line.get_marker() == "D"]
+    assert [(list(m.get_xdata()), list(m.get_ydata())) for m in markers] == [([0.0], [row])]
+    svg = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # (text kept as text)
+        figure.savefig(svg, format="svg")
+    assert "anchor (0)" in svg.getvalue()
+    # the rating curves: the anchor's reference line says so in the legend
+    curves = board.plot(ax=Figure().subplots(), x={"medium": 1.0, "strong": 2.0})
+    assert "weak (anchor, 0)" in curves.get_legend_handles_labels()[1]
+    # an online Elo table has no anchor of a fit: nothing is labelled
+    table = EloTable(fixed={"weak": 0.0})
+    table.update("weak", "strong", wins=1, draws=0, losses=3)
+    assert list(table.leaderboard().plot(ax=Figure().subplots()).texts) == []
+
+
 # ---------------------------------------------------------------------- matches
 def test_play_matches_a_policy_against_itself_scores_about_half():
     stats = play_matches("scripted", "scripted", 400, seed=3)

@@ -1,10 +1,12 @@
 """The main job, ``rl-mind selfplay``: PPO learns Pong Duel by self-play, as a script.
 
 :func:`train` runs the self-play PPO of :mod:`rl_mind.selfplay.trainer` (its
-:func:`~rl_mind.selfplay.trainer.train_for` loop: progress bar, TensorBoard, evaluations)
-for a time budget and adds what a script needs around it: a run directory, a checkpoint at
-regular intervals and at the end, Ctrl-C, ``--resume``; then the leaderboard's round robin
-and the film of the best snapshot against the scripted bot. :func:`main` is the command line.
+:func:`~rl_mind.selfplay.trainer.train_for` loop: TensorBoard, evaluations) for a time
+budget and adds what a script needs around it: start lines that say what it does and
+where, a progress bar on a terminal or a line per evaluation elsewhere, a run directory, a
+checkpoint at regular intervals and at the end, Ctrl-C, ``--resume``; then the
+leaderboard's round robin and the film of the best snapshot against the scripted bot.
+:func:`main` is the command line.
 
 A run directory holds::
 
@@ -23,7 +25,8 @@ What the reader must not get wrong:
 - Ctrl-C stops at the end of the current update and saves a checkpoint (a second Ctrl-C
   interrupts at once, still saving). ``--resume RUN_DIR`` continues that run until its
   budget is spent: learner, optimizer, pool, ratings, counters and random states are
-  restored; matches in progress when it stopped are replaced by fresh ones.
+  restored; matches in progress when it stopped are replaced by fresh ones. A run whose
+  budget is spent is left untouched (``--minutes`` with a larger total trains it on).
 - A truncated or corrupt checkpoint is refused (:class:`~rl_mind.evaluation.CheckpointError`
   naming the file); it is never loaded half.
 """
@@ -49,6 +52,7 @@ from rl_mind.evaluation import CheckpointError, load_checkpoint, save_checkpoint
 from rl_mind.notebook import Profile, run_directory
 from rl_mind.selfplay.ratings import Leaderboard
 from rl_mind.selfplay.report import (
+    VIDEO_NAME,
     best_snapshot,
     film_match,
     take_final_snapshot,
@@ -224,7 +228,8 @@ def load_trainer_state(trainer: SelfPlayTrainer, state: Mapping[str, Any]) -> No
 @dataclasses.dataclass
 class SelfPlayRun:
     """What :func:`train` produced. Paths are absolute; ``None`` where not produced
-    (``interrupted`` runs skip the leaderboard and the video)."""
+    (``interrupted`` runs skip the leaderboard and the video; ``already_done``: a resumed
+    run whose budget was spent, left as it was)."""
 
     run_dir: Path
     checkpoint: Path
@@ -235,6 +240,7 @@ class SelfPlayRun:
     leaderboard_table: Path | None = None
     leaderboard_plot: Path | None = None
     video: Path | None = None
+    already_done: bool = False
 
     def paths(self) -> dict[str, Path]:
         """The files and folders to show at the end of a run."""
@@ -332,6 +338,180 @@ def _restored_trainer(state: Mapping[str, Any], device: str | None, path: Path) 
     return trainer
 
 
+def _clock(seconds: float) -> str:
+    """``"2:05"`` for 125 seconds."""
+    minutes, rest = divmod(max(0, int(seconds)), 60)
+    return f"{minutes}:{rest:02d}"
+
+
+def _win_rates(evaluation: Mapping[str, float]) -> str:
+    """``"random 100% scripted 85% predictive 74%"``."""
+    return " ".join(f"{bot} {evaluation[f'win_rate_vs_{bot}']:.0%}" for bot in BOTS)
+
+
+class _Progress:
+    """What the job shows while it trains. With ``bar``: a bar over the training-time budget,
+    ``training 2:31/5:00 |███   | random 100% scripted 85% predictive 74%`` (within 80
+    columns); without (output to a file, a pipe, CI): one line per evaluation, printed as
+    it comes."""
+
+    def __init__(self, trainer: SelfPlayTrainer, minutes: float, bar: bool) -> None:
+        self.budget = 60.0 * minutes
+        self.shown = len(trainer.eval_history)  # (a resumed run's were shown before)
+        self.bar: Any = None
+        if bar:
+            from tqdm import tqdm
+
+            total = max(1, round(self.budget))
+            self.bar = tqdm(total=total, file=sys.stdout, bar_format=self._format(trainer))
+            self.show(trainer)
+
+    def _format(self, trainer: SelfPlayTrainer) -> str:
+        seconds = min(trainer.train_seconds, self.budget)
+        history = trainer.eval_history
+        rates = _win_rates(history[-1]) if history else ""
+        return f"training {_clock(seconds)}/{_clock(self.budget)} |{{bar}}| {rates}"
+
+    def show(self, trainer: SelfPlayTrainer) -> None:
+        """Show the evaluations ``trainer`` made since the last call, and where it stands."""
+        history = trainer.eval_history
+        new, self.shown = history[self.shown :], len(history)
+        if self.bar is None:
+            for row in new:
+                print(
+                    f"training {_clock(row['seconds'])}/{_clock(self.budget)}  update "
+                    f"{int(row['updates'])}  {int(row['env_steps']):,} game steps  win rate vs "
+                    f"{_win_rates(row)}",
+                    flush=True,
+                )
+            return
+        position = min(int(trainer.train_seconds), self.bar.total)
+        text = self._format(trainer)
+        if position != self.bar.n or text != self.bar.bar_format:  # (a redraw when it changed)
+            self.bar.bar_format, self.bar.n = text, position
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _open_run(
+    config: SelfPlayConfig | None,
+    minutes: float | None,
+    run_dir: str | Path | None,
+    resume: str | Path | None,
+    device: str | None,
+) -> tuple[Path, SelfPlayTrainer, float]:
+    """The run directory, the trainer (restored when resuming) and the budget of a run;
+    nothing is written but the new run's folder."""
+    if resume is not None:
+        folder = Path(resume).expanduser().resolve()
+        state = _read_checkpoint(folder)
+        trainer = _restored_trainer(state, device, folder / CHECKPOINT_NAME)
+        return folder, trainer, float(state["minutes"]) if minutes is None else float(minutes)
+    config = config if config is not None else SelfPlayConfig.for_profile()
+    if device is not None:
+        config = dataclasses.replace(config, device=device)
+    if run_dir is None:
+        folder = run_directory("selfplay")
+    else:
+        folder = Path(run_dir).expanduser().resolve()
+        if (folder / CHECKPOINT_NAME).exists():
+            raise ValueError(
+                f"{folder} already holds a run ({CHECKPOINT_NAME}); continue it with "
+                f"`rl-mind selfplay --resume {folder}` or pick another --run-dir"
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+    trainer = SelfPlayTrainer(config)
+    return folder, trainer, default_minutes() if minutes is None else float(minutes)
+
+
+def _is_done(trainer: SelfPlayTrainer, minutes: float, max_updates: int | None) -> bool:
+    """Whether a restored run has spent its budget and made its final evaluation."""
+    spent = trainer.train_seconds >= 60.0 * minutes or (
+        max_updates is not None and trainer.updates >= max_updates
+    )
+    history = trainer.eval_history
+    return spent and bool(history) and int(history[-1]["updates"]) == trainer.updates
+
+
+def _announce(
+    folder: Path, trainer: SelfPlayTrainer, minutes: float, resumed: bool, end: list[str]
+) -> None:
+    """The start lines: what the job will do and where, and how to watch it."""
+    config = trainer.config
+    if resumed:
+        print(
+            f"resuming {folder} at update {trainer.updates} ({trainer.env_steps:,} game steps, "
+            f"{trainer.train_seconds / 60:.1f} of {minutes:g} minutes)"
+        )
+    else:
+        print(
+            f"self-play PPO on Pong Duel: {minutes:g} minutes of training (seed {config.seed}, "
+            f"device {config.device})" + (f", then {' and '.join(end)}" if end else "")
+        )
+        print(f"run directory: {folder}")
+    print(f"watch it live: tensorboard --logdir {folder}", flush=True)
+
+
+def _train_with_checkpoints(
+    trainer: SelfPlayTrainer,
+    minutes: float,
+    folder: Path,
+    progress: _Progress,
+    max_updates: int | None,
+    on_update: Callable[[SelfPlayTrainer], None] | None,
+    stop: Callable[[], bool] | None,
+) -> dict[str, float] | None:
+    """:func:`~rl_mind.selfplay.trainer.train_for` with a checkpoint every
+    ``checkpoint_every_seconds`` and at the end, Ctrl-C and ``stop`` as a request to stop;
+    returns the final evaluation, or ``None`` when stopped."""
+    checkpoint = folder / CHECKPOINT_NAME
+    request = _StopRequest()
+    last_checkpoint = time.monotonic()
+
+    def after_update(trainer: SelfPlayTrainer) -> bool:
+        nonlocal last_checkpoint
+        progress.show(trainer)
+        if on_update is not None:
+            on_update(trainer)
+        if time.monotonic() - last_checkpoint >= trainer.config.checkpoint_every_seconds:
+            save_checkpoint(_job_state(trainer, minutes), checkpoint)
+            last_checkpoint = time.monotonic()
+        return request.requested or (stop is not None and stop())
+
+    with request.installed():
+        try:
+            final = train_for(
+                trainer, minutes, folder, progress=False, max_updates=max_updates,
+                after_update=after_update,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            final = None
+        progress.show(trainer)  # (the final evaluation)
+        save_checkpoint(_job_state(trainer, minutes), checkpoint)
+    return final
+
+
+def _finish(run: SelfPlayRun, leaderboard: bool, video: bool) -> SelfPlayRun:
+    """The end of a run: the round robin and the video. A run directory keeps one match
+    video: that of the run's latest end (a resumed run's replaces the earlier one)."""
+    trainer, folder = run.trainer, run.run_dir
+    take_final_snapshot(trainer)  # the final learner joins the leaderboard
+    if leaderboard:
+        print("round robin of the snapshots and the bots ...", flush=True)
+        board, run.leaderboard_table, run.leaderboard_plot = write_leaderboard(trainer, folder)
+        run.leaderboard = board
+        print(board.to_markdown())
+    if video:
+        earlier = set(folder.glob(f"{VIDEO_NAME}-*.mp4"))
+        run.video = film_match(best_snapshot(trainer, run.leaderboard), folder, trainer.config)
+        for path in earlier - {run.video}:
+            path.unlink()
+    return run
+
+
 def train(
     config: SelfPlayConfig | None = None,
     *,
@@ -348,16 +528,20 @@ def train(
 ) -> SelfPlayRun:
     """Train PPO by self-play on Pong Duel for ``minutes`` of training time.
 
+    It prints at once what it will do, the run directory and the TensorBoard command.
+    Resuming a run that has spent its budget (and made its final evaluation) does nothing
+    but say so in one line (``already_done``), unless ``minutes`` extends the budget.
+
     Args:
         config: the settings (default :meth:`SelfPlayConfig.for_profile`); ignored when
             resuming (the checkpoint's settings are used, except ``device``).
         minutes: the training-time budget (default :func:`default_minutes`; when resuming,
-            the interrupted run's budget).
+            the run's own; a larger total extends it).
         run_dir: the folder to write into (default a fresh ``outputs/selfplay-<time>``).
         resume: a run directory holding a ``checkpoint.pt``: continue that run there.
         device: where the networks live (``"cpu"``, ``"cuda"``); the game is on the CPU.
-        progress: show the progress bar (``None``: when the output is a terminal or a
-            notebook).
+        progress: a progress bar (``True``) or one line per evaluation (``False``);
+            ``None``: the bar when the standard output is a terminal.
         max_updates: stop after this many updates in total (tests, benchmarks).
         leaderboard: play the final round robin.
         video: film the best snapshot.
@@ -372,57 +556,28 @@ def train(
     if minutes is not None and not 0 <= float(minutes) < math.inf:  # (before any write)
         raise ValueError(f"minutes must be a finite number >= 0, got {minutes}")
     torch.set_num_threads(1)  # small networks: a second thread halves the throughput
-    if resume is not None:
-        folder = Path(resume).expanduser().resolve()
-        state = _read_checkpoint(folder)
-        trainer = _restored_trainer(state, device, folder / CHECKPOINT_NAME)
-        budget = float(state["minutes"]) if minutes is None else float(minutes)
-        print(
-            f"resuming {folder} at update {trainer.updates} ({trainer.env_steps:,} game steps, "
-            f"{trainer.train_seconds / 60:.1f} of {budget:g} minutes)"
-        )
-    else:
-        config = config if config is not None else SelfPlayConfig.for_profile()
-        if device is not None:
-            config = dataclasses.replace(config, device=device)
-        if run_dir is None:
-            folder = run_directory("selfplay")
-        else:
-            folder = Path(run_dir).expanduser().resolve()
-            if (folder / CHECKPOINT_NAME).exists():
-                raise ValueError(
-                    f"{folder} already holds a run ({CHECKPOINT_NAME}); continue it with "
-                    f"`rl-mind selfplay --resume {folder}` or pick another --run-dir"
-                )
-            folder.mkdir(parents=True, exist_ok=True)
-        trainer = SelfPlayTrainer(config)
-        budget = default_minutes() if minutes is None else float(minutes)
-    config = trainer.config
-    settings = {**dataclasses.asdict(config), "minutes": budget}
-    (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
+    folder, trainer, budget = _open_run(config, minutes, run_dir, resume, device)
     checkpoint = folder / CHECKPOINT_NAME
-    request = _StopRequest()
-    last_checkpoint = time.monotonic()
-
-    def after_update(trainer: SelfPlayTrainer) -> bool:
-        nonlocal last_checkpoint
-        if on_update is not None:
-            on_update(trainer)
-        if time.monotonic() - last_checkpoint >= config.checkpoint_every_seconds:
-            save_checkpoint(_job_state(trainer, budget), checkpoint)
-            last_checkpoint = time.monotonic()
-        return request.requested or (stop is not None and stop())
-
     try:
-        with request.installed():
-            try:
-                final = train_for(
-                    trainer, budget, folder, progress=progress, max_updates=max_updates,
-                    after_update=after_update,
-                )  # fmt: skip
-            except KeyboardInterrupt:
-                final = None
-            save_checkpoint(_job_state(trainer, budget), checkpoint)
+        if resume is not None and _is_done(trainer, budget, max_updates):
+            print(
+                f"{folder}: nothing to do, its budget of {budget:g} minutes of training is "
+                f"spent ({trainer.updates} updates, {trainer.env_steps:,} game steps); "
+                f"--minutes with a larger total trains it on"
+            )
+            return SelfPlayRun(folder, checkpoint, trainer, interrupted=False,
+                               final_evaluation=trainer.eval_history[-1], already_done=True)  # fmt: skip
+        end = ["a round robin of the snapshots and the bots"] if leaderboard else []
+        _announce(folder, trainer, budget, resume is not None, end + ["a video"] * video)
+        settings = {**dataclasses.asdict(trainer.config), "minutes": budget}
+        (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
+        shown = _Progress(trainer, budget, sys.stdout.isatty() if progress is None else progress)
+        try:
+            final = _train_with_checkpoints(
+                trainer, budget, folder, shown, max_updates, on_update, stop
+            )
+        finally:
+            shown.close()
         if final is None:
             print(
                 f"\nstopped at update {trainer.updates}; checkpoint saved: {checkpoint}\n"
@@ -430,15 +585,7 @@ def train(
             )
             return SelfPlayRun(folder, checkpoint, trainer, interrupted=True)
         run = SelfPlayRun(folder, checkpoint, trainer, interrupted=False, final_evaluation=final)
-        take_final_snapshot(trainer)  # the final learner joins the leaderboard
-        if leaderboard:
-            print("round robin of the snapshots and the bots ...")
-            board, run.leaderboard_table, run.leaderboard_plot = write_leaderboard(trainer, folder)
-            run.leaderboard = board
-            print(board.to_markdown())
-        if video:
-            run.video = film_match(best_snapshot(trainer, run.leaderboard), folder, config)
-        return run
+        return _finish(run, leaderboard, video)
     finally:
         trainer.close()
 
@@ -474,7 +621,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-video", action="store_true", help="skip the final match video")
     parser.add_argument(
-        "--no-progress", action="store_true", help="no progress bar (e.g. in a log file)"
+        "--no-progress",
+        action="store_true",
+        help="a line per evaluation instead of the progress bar (the default off a terminal)",
     )
     return parser
 
@@ -517,6 +666,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if run.interrupted:
         return 130
+    if run.already_done:
+        return 0
     final = run.final_evaluation or {}
     print(
         "\nfinal win rates: "

@@ -103,6 +103,8 @@ class Leaderboard:
         Without ``x``: horizontal bars with 95% error bars. With ``x`` (a value per player,
         e.g. the training step of each snapshot): the players in ``x`` as a line of rating
         against ``x``, the others as labelled horizontal reference lines (the bots).
+        The anchor of a Bradley–Terry fit (the player whose rating is fixed: a standard
+        error of 0) is labelled ``anchor (0)``: a bar of length 0 would show nothing.
         """
         import matplotlib.pyplot as plt
 
@@ -121,6 +123,11 @@ class Leaderboard:
                 alpha=0.8,
             )
             ax.axvline(0.0, color="grey", linewidth=0.8)
+            for y, row in enumerate(rows):
+                if row.stderr == 0.0:
+                    ax.plot([row.rating], [y], marker="D", color="tab:red", clip_on=False)
+                    ax.annotate(f"anchor ({row.rating:.0f})", (row.rating, y), xytext=(6, 0),
+                                textcoords="offset points", va="center", color="tab:red")  # fmt: skip
             ax.set_xlabel("rating (Elo scale)")
         else:
             on_curve = sorted((row for row in self.rows if row.name in x), key=lambda r: x[r.name])
@@ -129,7 +136,8 @@ class Leaderboard:
             errors = [0.0 if r.stderr is None else 1.96 * r.stderr for r in on_curve]
             ax.errorbar(xs, ys, yerr=errors, marker="o", label="snapshots")
             for i, row in enumerate(r for r in self.rows if r.name not in x):
-                ax.axhline(row.rating, linestyle="--", color=f"C{i + 1}", label=row.name)
+                anchor = f" (anchor, {row.rating:.0f})" if row.stderr == 0.0 else ""
+                ax.axhline(row.rating, linestyle="--", color=f"C{i + 1}", label=row.name + anchor)
             ax.set_xlabel(xlabel)
             ax.set_ylabel("rating (Elo scale)")
             ax.legend(loc="best", fontsize="small")

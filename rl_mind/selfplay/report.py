@@ -23,7 +23,10 @@ from rl_mind.selfplay.trainer import snapshot_name as snapshot_name
 from rl_mind.selfplay.trainer import take_final_snapshot as take_final_snapshot
 from rl_mind.videos import record_video
 
-__all__ = ["film_match", "write_leaderboard"]
+__all__ = ["VIDEO_NAME", "film_match", "write_leaderboard"]
+
+#: The match video's name: ``<run dir>/match-best-vs-scripted-<time>.mp4``.
+VIDEO_NAME = "match-best-vs-scripted"
 
 
 def write_leaderboard(trainer: SelfPlayTrainer, run_dir: Path) -> tuple[Leaderboard, Path, Path]:
@@ -54,5 +57,5 @@ def write_leaderboard(trainer: SelfPlayTrainer, run_dir: Path) -> tuple[Leaderbo
 def film_match(policy: PongPolicy, run_dir: Path, config: SelfPlayConfig) -> Path:
     """A video of one match of ``policy`` (its most likely actions) against the scripted bot."""
     return record_video(policy, ENV_NAME, run_dir, seed=config.seed,
-                        max_steps=config.video_max_steps, name="match-best-vs-scripted",
+                        max_steps=config.video_max_steps, name=VIDEO_NAME,
                         opponent="scripted")  # fmt: skip

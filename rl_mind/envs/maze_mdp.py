@@ -379,8 +379,7 @@ def plot_maze(
         if v.shape != (n,):
             raise ValueError(f"plot_maze: values must be [{n}] or [{n}, A], got {list(v.shape)}")
         grid[env.cells[:, 0], env.cells[:, 1]] = v
-        cmap = plt.get_cmap("viridis").copy()
-        cmap.set_bad((0.08, 0.08, 0.1))
+        cmap = plt.get_cmap("viridis").with_extremes(bad=(0.08, 0.08, 0.1))  # walls
         image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=vmin, vmax=vmax)
         if colorbar:
             ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)

@@ -151,7 +151,7 @@ def test_check_env_vecenv_and_truncation() -> None:
         q = torch.zeros(env.n_states, env.n_actions)
         assert q[obs].shape == (3, 4)
         # always north: an agent that never reaches the goal is cut at 200 steps
-        for t in range(200):
+        for _ in range(200):
             step = env.step(torch.zeros(3, dtype=torch.long))
             assert not step.terminated.any()
         assert step.truncated.all()

@@ -248,8 +248,9 @@ def _describe_row(stored: dict[str, Any], index: tuple[int, ...]) -> str:
     words = []
     for flag in ("terminated", "truncated"):
         flags = stored.get(flag)
-        if flags is None and isinstance(stored.get("batch"), dict):
-            flags = stored["batch"].get(flag)
+        for value in stored.values():  # (a batch or an EnvStep holds them)
+            if flags is None and isinstance(value, dict):
+                flags = value.get(flag)
         if isinstance(flags, Tensor) and flags.dim() == len(index) and bool(flags[index]):
             words.append(f"{flag}=True")
     position = ", ".join(f"{axis}={i}" for axis, i in zip("tb" if len(index) == 2 else "n", index))

@@ -219,6 +219,7 @@ class MazeMDPEnv(gym.Env[np.int64, np.int64]):
         r[self.terminal_states] = 1.0
         #: ``[S, A, S]``: ``P[s, a, s']``, the probability of reaching ``s'`` by ``a`` from ``s``.
         self.P = P
+        self._cumulative = P.cumsum(axis=2)
         #: ``[S, A]``: the reward of taking action ``a`` in state ``s``.
         self.r = r
 
@@ -274,7 +275,11 @@ class MazeMDPEnv(gym.Env[np.int64, np.int64]):
         s, a = self.state, int(action)
         reward = float(self.r[s, a])
         terminated = s in self.terminal_states
-        self.state = int(self.np_random.choice(self.nb_states, p=self.P[s, a]))
+        # (a sample of P[s, a]: the first state whose cumulative probability exceeds u)
+        u = self.np_random.random()
+        self.state = min(
+            int(np.searchsorted(self._cumulative[s, a], u, side="right")), self.nb_states - 1
+        )
         return np.int64(self.state), reward, terminated, False, {}
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]

@@ -117,6 +117,7 @@ Q_FROM_V = Spec(
     _build_q_from_v,
     "target",
     DATA,
+    axes="sa",
 )
 
 POLICY_EVALUATION = Spec(
@@ -142,6 +143,7 @@ POLICY_EVALUATION = Spec(
     _build_policy_evaluation,
     "target",
     DATA,
+    axes="s",
     probes=(
         Probe(
             lambda stored: {**stored, "policy": stored["policy"].roll(1, dims=1)},
@@ -171,6 +173,7 @@ VALUE_ITERATION = Spec(
     _build_value_iteration,
     "target",
     DATA,
+    axes="s",
 )
 
 GREEDY_POLICY = Spec(
@@ -192,6 +195,7 @@ GREEDY_POLICY = Spec(
     _build_greedy_policy,
     "target",
     DATA,
+    axes="sa",
 )
 
 SPECS = (Q_FROM_V, POLICY_EVALUATION, VALUE_ITERATION, GREEDY_POLICY)

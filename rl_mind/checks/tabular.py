@@ -109,6 +109,7 @@ EPSILON_GREEDY = Spec(
     _build_epsilon_greedy,
     "target",
     DATA,
+    axes="ba",
 )
 
 Q_LEARNING_TARGET = Spec(
@@ -127,6 +128,7 @@ Q_LEARNING_TARGET = Spec(
     _build_target,
     "target",
     DATA,
+    axes="b",
 )
 
 SARSA_TARGET = Spec(
@@ -144,6 +146,7 @@ SARSA_TARGET = Spec(
     _build_target,
     "target",
     DATA,
+    axes="b",
 )
 
 TD_UPDATE = Spec(
@@ -164,6 +167,7 @@ TD_UPDATE = Spec(
     _build_td_update,
     "target",
     DATA,
+    axes="sa",
     changed_messages={
         "q": "{name} was changed in place: return a new table (new_q = q.clone(), then "
         "update new_q), the caller still reads the old one",

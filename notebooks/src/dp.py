@@ -86,7 +86,7 @@ ax = plot_maze(maze, title="The maze (walls dark, the goal in red)")
 # %%
 def q_from_v(P: Tensor, r: Tensor, gamma: float, terminal: Tensor, v: Tensor) -> Tensor:
     """``q [S, A]``: the one-step lookahead of ``v [S]`` (no future at terminal states)."""
-    ### BEGIN SOLUTION q(s, a) = r(s, a) + gamma * E[v(s')], with no future at terminal states
+    ### BEGIN SOLUTION q [S, A]: r(s, a) + gamma * the expected next value, no future at terminal states
     future = gamma * (P @ v)
     return r + torch.where(terminal.unsqueeze(1), torch.zeros_like(future), future)
     ### END SOLUTION
@@ -116,7 +116,7 @@ def policy_evaluation(
     P: Tensor, r: Tensor, gamma: float, terminal: Tensor, policy: Tensor, tolerance: float
 ) -> Tensor:
     """``V^pi [S]`` of ``policy [S, A]``, swept until no value changes by more than ``tolerance``."""
-    ### BEGIN SOLUTION sweep the Bellman expectation backup until it converges
+    ### BEGIN SOLUTION the Bellman expectation sweeps, until they converge
     v = torch.zeros(P.shape[0], dtype=P.dtype)
     while True:
         new_v = (policy * q_from_v(P, r, gamma, terminal, v)).sum(dim=1)
@@ -164,7 +164,7 @@ ax = plot_maze(maze, v_uniform, title="V of the uniformly random policy")
 # %%
 def greedy_policy(P: Tensor, r: Tensor, gamma: float, terminal: Tensor, v: Tensor) -> Tensor:
     """The greedy policy ``[S, A]`` (one-hot rows) with respect to ``v [S]``."""
-    ### BEGIN SOLUTION one 1 per row, at the action of the largest q(s, a)
+    ### BEGIN SOLUTION the greedy policy: one 1 per row, at the action of the largest q(s, a)
     q = q_from_v(P, r, gamma, terminal, v)
     return F.one_hot(q.argmax(dim=1), q.shape[1]).to(v.dtype)
     ### END SOLUTION
@@ -208,7 +208,7 @@ def value_iteration(
 ) -> Tensor:
     """``V* [S]``: Bellman optimality sweeps from ``v = 0`` until no value changes by more than
     ``tolerance``, or ``max_sweeps`` sweeps."""
-    ### BEGIN SOLUTION sweep the Bellman optimality backup until it converges
+    ### BEGIN SOLUTION the Bellman optimality sweeps, until they converge (or max_sweeps)
     v = torch.zeros(P.shape[0], dtype=P.dtype)
     for _ in range(max_sweeps):
         new_v = q_from_v(P, r, gamma, terminal, v).max(dim=1).values

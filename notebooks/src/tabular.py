@@ -148,7 +148,7 @@ check_epsilon_greedy(epsilon_greedy)
 # %%
 def q_learning_target(q: Tensor, step: EnvStep, next_action: Tensor, gamma: float) -> Tensor:
     """Q-learning's targets ``[B]`` (``next_action`` is not used: Q-learning is off-policy)."""
-    ### BEGIN SOLUTION r + gamma * max over a' of Q(s', a'), no bootstrap at terminal states
+    ### BEGIN SOLUTION the Q-learning targets [B]: r + gamma * the best next Q-value, no bootstrap at terminal states
     next_value = q[step.next_obs].max(dim=1).values
     return step.reward + gamma * (~step.terminated) * next_value
     ### END SOLUTION
@@ -161,7 +161,7 @@ check_q_learning_target(q_learning_target)
 # %%
 def sarsa_target(q: Tensor, step: EnvStep, next_action: Tensor, gamma: float) -> Tensor:
     """SARSA's targets ``[B]``: bootstrap from the next action actually taken."""
-    ### BEGIN SOLUTION r + gamma * Q(s', a'), no bootstrap at terminal states
+    ### BEGIN SOLUTION the SARSA targets [B]: r + gamma * q[next_obs, next_action], no bootstrap at terminal states
     next_value = q[step.next_obs, next_action]
     return step.reward + gamma * (~step.terminated) * next_value
     ### END SOLUTION

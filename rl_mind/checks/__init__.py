@@ -9,8 +9,8 @@ grading tool counts the failed check cell. A notebook cell reads::
 
     check_gae(gae)
 
-One module per practical (:mod:`rl_mind.checks.dp`, ``.tabular``, ``.dqn``, ``.reinforce``, ``.a2c``, ``.ppo``,
-``.td3``, ``.sac``) describes its gaps as :class:`~rl_mind.checks.engine.Spec` s and
+One module per practical (:mod:`rl_mind.checks.dp`, ``.tabular``, ``.dqn``,
+``.reinforce``, ``.a2c``, ``.ppo``, ``.td3``, ``.sac``) describes its gaps as :class:`~rl_mind.checks.engine.Spec` s and
 defines their checks; the shared engine (:mod:`rl_mind.checks.engine`, with the inputs of
 :mod:`rl_mind.checks.inputs`) runs them. The cases' expected outputs are data stored
 beside each module (``dqn.pt``), produced from the reference solutions of the practical

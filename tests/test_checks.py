@@ -670,6 +670,220 @@ NEWLY_NAMED: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
+# dynamic programming (the maze practical): P [S, A, S], r [S, A], terminal [S] bool
+def _future(P, gamma, terminal, v):
+    return gamma * (~terminal).double().unsqueeze(1) * (P @ v)
+
+
+def q_no_discount(P, r, gamma, terminal, v):
+    return r + (~terminal).double().unsqueeze(1) * (P @ v)
+
+
+def q_bootstrap_at_terminal(P, r, gamma, terminal, v):
+    return r + gamma * (P @ v)
+
+
+def q_reward_of_the_next_state(P, r, gamma, terminal, v):
+    # r[s', a]: the reward of a transition from the state reached
+    return torch.einsum("sat,ta->sa", P, r) + _future(P, gamma, terminal, v)
+
+
+def q_max_over_next_states(P, r, gamma, terminal, v):
+    best_next = (P * v).max(dim=2).values / P.max(dim=2).values  # the likeliest-looking s'
+    return r + gamma * (~terminal).double().unsqueeze(1) * best_next
+
+
+def _sweeps(backup, P, tolerance, max_sweeps=100_000):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    for _ in range(max_sweeps):
+        new_v = backup(v)
+        if (new_v - v).abs().max() < tolerance:
+            return new_v
+        v = new_v
+    return v
+
+
+def _q(P, r, gamma, terminal, v):
+    return r + _future(P, gamma, terminal, v)
+
+
+def evaluation_max_over_actions(P, r, gamma, terminal, policy, tolerance):
+    return _sweeps(lambda v: _q(P, r, gamma, terminal, v).max(dim=1).values, P, tolerance)
+
+
+def evaluation_mean_over_actions(P, r, gamma, terminal, policy, tolerance):
+    return _sweeps(lambda v: _q(P, r, gamma, terminal, v).mean(dim=1), P, tolerance)
+
+
+def evaluation_one_sweep(P, r, gamma, terminal, policy, tolerance):
+    return _sweeps(lambda v: (policy * _q(P, r, gamma, terminal, v)).sum(1), P, tolerance, 1)
+
+
+def evaluation_bootstrap_at_terminal(P, r, gamma, terminal, policy, tolerance):
+    return _sweeps(lambda v: (policy * (r + gamma * (P @ v))).sum(1), P, tolerance)
+
+
+def evaluation_in_place(P, r, gamma, terminal, policy, tolerance):  # a right answer
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    while True:
+        change = 0.0
+        for s in range(len(v)):
+            future = 0.0 if terminal[s] else gamma * (P[s] @ v)
+            new = float((policy[s] * (r[s] + future)).sum())
+            change, v[s] = max(change, abs(new - float(v[s]))), new
+        if change < tolerance:
+            return v
+
+
+def iteration_mean_over_actions(P, r, gamma, terminal, tolerance, max_sweeps):
+    return _sweeps(lambda v: _q(P, r, gamma, terminal, v).mean(dim=1), P, tolerance)
+
+
+def iteration_bootstrap_at_terminal(P, r, gamma, terminal, tolerance, max_sweeps):
+    return _sweeps(lambda v: (r + gamma * (P @ v)).max(dim=1).values, P, tolerance)
+
+
+def iteration_ten_sweeps(P, r, gamma, terminal, tolerance, max_sweeps):
+    return _sweeps(lambda v: _q(P, r, gamma, terminal, v).max(dim=1).values, P, tolerance, 10)
+
+
+def iteration_in_place(P, r, gamma, terminal, tolerance, max_sweeps):  # a right answer
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    for _ in range(max_sweeps):
+        change = 0.0
+        for s in range(len(v)):
+            future = 0.0 if terminal[s] else gamma * (P[s] @ v)
+            new = float((r[s] + future).max())
+            change, v[s] = max(change, abs(new - float(v[s]))), new
+        if change < tolerance:
+            break
+    return v
+
+
+def greedy_reward_only(P, r, gamma, terminal, v):
+    return F.one_hot(r.argmax(dim=1), r.shape[1]).double()
+
+
+def greedy_argmin(P, r, gamma, terminal, v):
+    return F.one_hot(_q(P, r, gamma, terminal, v).argmin(dim=1), r.shape[1]).double()
+
+
+def greedy_bootstrap_at_terminal(P, r, gamma, terminal, v):
+    return F.one_hot((r + gamma * (P @ v)).argmax(dim=1), r.shape[1]).double()
+
+
+def greedy_actions_not_probabilities(P, r, gamma, terminal, v):
+    return _q(P, r, gamma, terminal, v).argmax(dim=1).double()
+
+
+# tabular: q [S, A], step an EnvStep, next_action [B]
+def epsilon_greedy_no_share_for_the_greedy(q, obs, epsilon):
+    greedy = F.one_hot(q[obs].argmax(dim=1), q.shape[1]).float()
+    return (1 - epsilon) * greedy + epsilon / (q.shape[1] - 1) * (1 - greedy)
+
+
+def epsilon_greedy_argmin(q, obs, epsilon):
+    worst = F.one_hot(q[obs].argmin(dim=1), q.shape[1]).float()
+    return epsilon / q.shape[1] + (1 - epsilon) * worst
+
+
+def epsilon_greedy_swapped(q, obs, epsilon):
+    greedy = F.one_hot(q[obs].argmax(dim=1), q.shape[1]).float()
+    return (1 - epsilon) / q.shape[1] + epsilon * greedy
+
+
+def _bootstrap(step, gamma, next_value, mask):
+    return step.reward + gamma * mask * next_value
+
+
+def q_learning_with_the_sarsa_target(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.next_obs, next_action], (~step.terminated).float())
+
+
+def q_learning_bootstrap_at_terminal(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.next_obs].max(dim=1).values, 1.0)
+
+
+def q_learning_truncation_as_terminal(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.next_obs].max(dim=1).values, (~step.done).float())
+
+
+def q_learning_from_obs(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.obs].max(dim=1).values, (~step.terminated).float())
+
+
+def sarsa_with_the_q_learning_target(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.next_obs].max(dim=1).values, (~step.terminated).float())
+
+
+def sarsa_bootstrap_at_terminal(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.next_obs, next_action], 1.0)
+
+
+def sarsa_truncation_as_terminal(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.next_obs, next_action], (~step.done).float())
+
+
+def td_learning_rate_on_the_target(q, obs, action, target, learning_rate):
+    new_q = q.clone()
+    new_q[obs, action] = q[obs, action] + learning_rate * target
+    return new_q
+
+
+def td_replace_by_the_scaled_target(q, obs, action, target, learning_rate):
+    new_q = q.clone()
+    new_q[obs, action] = learning_rate * target
+    return new_q
+
+
+def td_whole_row(q, obs, action, target, learning_rate):
+    new_q = q.clone()
+    new_q[obs] += (learning_rate * (target - q[obs, action])).unsqueeze(1)  # every action
+    return new_q
+
+
+def td_in_place(q, obs, action, target, learning_rate):
+    q[obs, action] += learning_rate * (target - q[obs, action])
+    return q
+
+
+TABULAR_WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
+    ("q_from_v", q_no_discount, "the future is discounted"),
+    ("q_from_v", q_bootstrap_at_terminal, "a terminal state has no future"),
+    ("q_from_v", q_reward_of_the_next_state, "the reward of taking a in s"),
+    ("q_from_v", q_max_over_next_states, "an expectation over next states"),
+    ("policy_evaluation", evaluation_max_over_actions, "does not change with the policy"),
+    ("policy_evaluation", evaluation_mean_over_actions, "does not change with the policy"),
+    ("policy_evaluation", evaluation_one_sweep, "until the largest change"),
+    ("policy_evaluation", evaluation_bootstrap_at_terminal, "a terminal state has no future"),
+    ("value_iteration", iteration_mean_over_actions, "not an average over actions"),
+    ("value_iteration", iteration_bootstrap_at_terminal, "a terminal state has no future"),
+    ("value_iteration", iteration_ten_sweeps, "until the largest change"),
+    ("greedy_policy", greedy_reward_only, "not the reward alone"),
+    ("greedy_policy", greedy_argmin, "largest q(s, a)"),
+    ("greedy_policy", greedy_bootstrap_at_terminal, "a terminal state has no future"),
+    ("greedy_policy", greedy_actions_not_probabilities, "expected shape [6, 3], got [6]"),
+    ("epsilon_greedy", epsilon_greedy_no_share_for_the_greedy, "1 / n_actions"),
+    ("epsilon_greedy", epsilon_greedy_argmin, "the argmax of q[obs]"),
+    ("epsilon_greedy", epsilon_greedy_swapped, "the argmax of q[obs]"),
+    (
+        "q_learning_target",
+        q_learning_with_the_sarsa_target,
+        "bootstrapping from next_action is SARSA",
+    ),
+    ("q_learning_target", q_learning_bootstrap_at_terminal, "terminal step"),
+    ("q_learning_target", q_learning_truncation_as_terminal, "a truncation"),
+    ("q_learning_target", q_learning_from_obs, "best action in next_obs"),
+    ("sarsa_target", sarsa_with_the_q_learning_target, "not from the best action"),
+    ("sarsa_target", sarsa_bootstrap_at_terminal, "terminal step"),
+    ("sarsa_target", sarsa_truncation_as_terminal, "a truncation"),
+    ("td_update", td_learning_rate_on_the_target, "not learning_rate times the target"),
+    ("td_update", td_replace_by_the_scaled_target, "not learning_rate times the target"),
+    ("td_update", td_whole_row, "leave the other entries"),
+    ("td_update", td_in_place, "q was changed in place"),
+]
+
+
 WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
     # (check, wrong function, a phrase the message must contain)
     ("dqn_td_target", dqn_td_target_no_mask, "terminal step"),
@@ -733,6 +947,7 @@ WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
     ("sac_temperature_loss", temperature_alpha, "log_alpha (not alpha)"),
     ("sac_temperature_loss", temperature_minus_target, "entropy gap"),
     *NEWLY_NAMED,
+    *TABULAR_WRONG_ANSWERS,
 ]
 
 
@@ -748,6 +963,17 @@ def test_a_typical_wrong_answer_fails_with_a_message_naming_the_mistake(
     assert not passed
     assert out.startswith(f"✗ {name}: case ")
     assert phrase in out, out
+
+
+@pytest.mark.parametrize(
+    ("name", "right"),
+    [("policy_evaluation", evaluation_in_place), ("value_iteration", iteration_in_place)],
+)
+def test_in_place_sweeps_pass_like_synchronous_ones(
+    name: str, right: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    passed, out = run_check(name, right, capsys)
+    assert passed, out
 
 
 def test_every_check_has_at_least_three_wrong_answers() -> None:

@@ -1,10 +1,11 @@
 """Grading a practical with nbgrader, the real package, as a teacher would.
 
-A throwaway course in a temporary folder: ``rl-mind practical --nbgrader`` writes the DQN
+A throwaway course in a temporary folder: ``rl-mind practical --nbgrader`` writes a
 practical as a source assignment, ``nbgrader generate_assignment`` makes the students'
 version, two students hand it in (one with the reference solutions, one with a typical
-mistake in the loss), and ``nbgrader autograde`` grades them: full points for the first,
-the loss's point lost for the second.
+mistake in one function), and ``nbgrader autograde`` grades them: full points for the
+first, that function's point lost for the second. DQN, and the maze practicals (dynamic
+programming, Q-learning and SARSA).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from nbgrader.api import Gradebook
 from rl_mind.practicals import main
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "notebooks" / "src" / "dqn.py"
+SOURCES = ROOT / "notebooks" / "src"
 
 
 def nbgrader(course: Path, *args: str) -> None:
@@ -39,28 +40,34 @@ def nbgrader(course: Path, *args: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def submit(course: Path, student: str, solutions: dict[str, str]) -> None:
+def submit(course: Path, student: str, solutions: dict[str, str], name: str = "dqn") -> None:
     """Hand in the released notebook with the solution cells filled with ``solutions``."""
-    notebook = nbformat.read(course / "release" / "dqn" / "dqn.ipynb", as_version=4)
+    notebook = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
     for cell in notebook.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id in solutions:
             cell.source = solutions[grade_id]
-    folder = course / "submitted" / student / "dqn"
+    folder = course / "submitted" / student / name
     folder.mkdir(parents=True)
-    nbformat.write(notebook, folder / "dqn.ipynb")
+    nbformat.write(notebook, folder / f"{name}.ipynb")
+
+
+def new_course(tmp_path: Path, name: str) -> Path:
+    """A course folder holding the practical ``name`` as a generated assignment."""
+    course = tmp_path / "course"
+    assert main([str(SOURCES / f"{name}.py"), "--nbgrader", str(course)]) == 0
+    (course / "nbgrader_config.py").write_text(
+        'c = get_config()\nc.CourseDirectory.course_id = "rl-course"\nc.Execute.timeout = 120\n'
+    )
+    nbgrader(course, "generate_assignment", name)
+    return course
 
 
 @pytest.mark.slow
 def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_less(
     tmp_path: Path,
 ) -> None:
-    course = tmp_path / "course"
-    assert main([str(SOURCE), "--nbgrader", str(course)]) == 0
-    (course / "nbgrader_config.py").write_text(
-        'c = get_config()\nc.CourseDirectory.course_id = "rl-course"\nc.Execute.timeout = 120\n'
-    )
-    nbgrader(course, "generate_assignment", "dqn")
+    course = new_course(tmp_path, "dqn")
 
     # the students' version has nbgrader's stubs where the solutions were
     source = nbformat.read(course / "source" / "dqn" / "dqn.ipynb", as_version=4)
@@ -96,3 +103,63 @@ def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_les
     ]
     assert [o.ename for o in errors] == ["CheckFailure"]
     assert "gather gives [N, 1] and td_target is [N]" in errors[0].evalue
+
+
+# (practical, its gaps, the function a student gets wrong, the mistake, what the check says)
+MAZE_MISTAKES = [
+    (
+        "dp",
+        ["greedy_policy", "policy_evaluation", "q_from_v", "value_iteration"],
+        "value_iteration",
+        (".max(dim=1).values", ".mean(dim=1)"),
+        "not an average over actions",
+    ),
+    (
+        "tabular",
+        ["epsilon_greedy", "q_learning_target", "sarsa_target", "td_update"],
+        "sarsa_target",
+        ("q[step.next_obs, next_action]", "q[step.next_obs].max(dim=1).values"),
+        "not from the best action",
+    ),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "gaps", "wrong", "mistake", "phrase"), MAZE_MISTAKES)
+def test_nbgrader_grades_the_maze_practicals(
+    name: str,
+    gaps: list[str],
+    wrong: str,
+    mistake: tuple[str, str],
+    phrase: str,
+    tmp_path: Path,
+) -> None:
+    course = new_course(tmp_path, name)
+    source = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
+    solutions = {
+        cell.metadata.nbgrader.grade_id: cell.source
+        for cell in source.cells
+        if cell.metadata.nbgrader.solution
+    }
+    assert sorted(solutions) == gaps
+    assert (
+        "raise NotImplementedError()" in (course / "release" / name / f"{name}.ipynb").read_text()
+    )
+    submit(course, "reference", solutions, name)
+    mistaken = solutions[wrong].replace(*mistake)
+    assert mistaken != solutions[wrong]
+    submit(course, "mistake", {**solutions, wrong: mistaken}, name)
+    nbgrader(course, "autograde", name)
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        reference = gradebook.find_submission(name, "reference")
+        mistake_ = gradebook.find_submission(name, "mistake")
+        assert reference.max_score == mistake_.max_score == float(len(gaps))
+        assert reference.score == len(gaps) and mistake_.score == len(gaps) - 1
+        assert gradebook.find_grade(f"check_{wrong}", name, name, "mistake").score == 0.0
+    graded = nbformat.read(course / "autograded" / "mistake" / name / f"{name}.ipynb", 4)
+    errors = [
+        o for cell in graded.cells for o in cell.get("outputs", []) if o.output_type == "error"
+    ]
+    assert [o.ename for o in errors] == ["CheckFailure"]
+    assert phrase in errors[0].evalue

@@ -9,8 +9,8 @@ grading tool counts the failed check cell. A notebook cell reads::
 
     check_gae(gae)
 
-One module per practical (:mod:`rl_mind.checks.dqn`, ``.reinforce``, ``.a2c``, ``.ppo``,
-``.td3``, ``.sac``) describes its gaps as :class:`~rl_mind.checks.engine.Spec` s and
+One module per practical (:mod:`rl_mind.checks.dp`, ``.tabular``, ``.dqn``,
+``.reinforce``, ``.a2c``, ``.ppo``, ``.td3``, ``.sac``) describes its gaps as :class:`~rl_mind.checks.engine.Spec` s and
 defines their checks; the shared engine (:mod:`rl_mind.checks.engine`, with the inputs of
 :mod:`rl_mind.checks.inputs`) runs them. The cases' expected outputs are data stored
 beside each module (``dqn.pt``), produced from the reference solutions of the practical
@@ -34,32 +34,52 @@ from typing import Any
 
 from rl_mind.checks import references
 from rl_mind.checks.a2c import check_a2c_loss, check_nstep_returns
+from rl_mind.checks.dp import (
+    check_greedy_policy,
+    check_policy_evaluation,
+    check_q_from_v,
+    check_value_iteration,
+)
 from rl_mind.checks.dqn import check_dqn_loss, check_dqn_td_target
 from rl_mind.checks.engine import CheckFailure, Spec
 from rl_mind.checks.ppo import check_gae, check_ppo_policy_loss, check_ppo_value_loss
 from rl_mind.checks.reinforce import check_discounted_returns, check_reinforce_loss
 from rl_mind.checks.sac import check_sac_actor_loss, check_sac_target, check_sac_temperature_loss
+from rl_mind.checks.tabular import (
+    check_epsilon_greedy,
+    check_q_learning_target,
+    check_sarsa_target,
+    check_td_update,
+)
 from rl_mind.checks.td3 import check_td3_actor_loss, check_td3_target, check_update_targets
 
 __all__ = [
     "CHECKS",
-    "SPECS",
     "CheckFailure",
+    "SPECS",
     "check_a2c_loss",
     "check_discounted_returns",
     "check_dqn_loss",
     "check_dqn_td_target",
+    "check_epsilon_greedy",
     "check_gae",
+    "check_greedy_policy",
     "check_nstep_returns",
+    "check_policy_evaluation",
     "check_ppo_policy_loss",
     "check_ppo_value_loss",
+    "check_q_from_v",
+    "check_q_learning_target",
     "check_reinforce_loss",
     "check_sac_actor_loss",
     "check_sac_target",
     "check_sac_temperature_loss",
+    "check_sarsa_target",
     "check_td3_actor_loss",
     "check_td3_target",
+    "check_td_update",
     "check_update_targets",
+    "check_value_iteration",
     "expected_data",
     "practical_modules",
     "reference_functions",

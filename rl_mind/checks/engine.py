@@ -110,7 +110,9 @@ class Spec:
     ``data`` is the practical's data file. The ``*_messages`` dicts, keyed by ``(output,
     input)``, replace the generic messages about gradients that must be zero, must exist,
     or are wrong while the value is right; ``changed_messages``, keyed by argument, the
-    message about an input changed in place (``{name}`` is the part that changed).
+    message about an input changed in place (``{name}`` is the part that changed);
+    ``axes`` the letters that name the output's dimensions in messages (``"sa"`` for a
+    ``[S, A]`` table; by default ``t, b`` or ``n``).
     """
 
     function: str
@@ -128,6 +130,7 @@ class Spec:
     wrong_grad_messages: dict[tuple[str, str], str] = field(default_factory=dict)
     changed_messages: dict[str, str] = field(default_factory=dict)
     sign_message: str = "the result has the opposite sign of what it should be (a sign error)"
+    axes: str = ""  # the letters naming the output's dimensions in messages (default t, b or n)
 
     def check(self, student_fn: Callable[..., Any]) -> None:
         """Run ``student_fn`` on every case: print ``✓`` when all pass, else raise
@@ -244,15 +247,17 @@ def close(a: Tensor, b: Tensor) -> bool:
     return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=_ATOL, rtol=_RTOL)
 
 
-def _describe_row(stored: dict[str, Any], index: tuple[int, ...]) -> str:
+def _describe_row(stored: dict[str, Any], index: tuple[int, ...], axes: str = "") -> str:
     words = []
     for flag in ("terminated", "truncated"):
         flags = stored.get(flag)
-        if flags is None and isinstance(stored.get("batch"), dict):
-            flags = stored["batch"].get(flag)
+        for value in stored.values():  # (a batch or an EnvStep holds them)
+            if flags is None and isinstance(value, dict):
+                flags = value.get(flag)
         if isinstance(flags, Tensor) and flags.dim() == len(index) and bool(flags[index]):
             words.append(f"{flag}=True")
-    position = ", ".join(f"{axis}={i}" for axis, i in zip("tb" if len(index) == 2 else "n", index))
+    axes = axes or ("tb" if len(index) == 2 else "n")
+    position = ", ".join(f"{axis}={i}" for axis, i in zip(axes, index))
     return f"[{position}]" + (f" ({', '.join(words)})" if words else "")
 
 
@@ -311,7 +316,7 @@ def _compare_value(
     first = tuple(int(i) for i in wrong[0])
     raise _Mismatch(
         f"{label}{len(wrong)} of {expected.numel()} values are wrong; first at "
-        f"{_describe_row(stored, first)}: got {float(got[first]):.5g}, expected "
+        f"{_describe_row(stored, first, spec.axes)}: got {float(got[first]):.5g}, expected "
         f"{float(expected[first]):.5g}"
     )
 

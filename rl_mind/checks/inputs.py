@@ -16,11 +16,13 @@ from torch import Tensor, nn
 
 from rl_mind.core import Action, Actor, StochasticAction
 from rl_mind.data import Transitions
+from rl_mind.env import EnvStep
 
 __all__ = [
     "NETWORKS",
     "ROLLOUT_CASES",
     "changed_parts",
+    "env_step",
     "flags",
     "materialize",
     "network",
@@ -129,6 +131,18 @@ def transitions(
     }
 
 
+_ENV_STEP_FIELDS = ("obs", "next_obs", "reward", "terminated", "truncated", "autoreset")
+
+
+def env_step(
+    obs: Tensor, next_obs: Tensor, reward: Tensor, terminated: Tensor, truncated: Tensor
+) -> dict[str, Any]:
+    """A stored :class:`~rl_mind.env.EnvStep` of the same-step reset mode (no reset rows)."""
+    autoreset = torch.zeros_like(terminated)
+    values = (obs, next_obs, reward, terminated, truncated, autoreset)
+    return {"__env_step__": True, **dict(zip(_ENV_STEP_FIELDS, values))}
+
+
 def flags(t: int, b: int, cells: Sequence[tuple[int, int]]) -> Tensor:
     """A ``[t, b]`` bool tensor, True at ``cells``."""
     result = torch.zeros(t, b, dtype=torch.bool)
@@ -184,6 +198,8 @@ def materialize(raw: Any, requires_grad: bool = False) -> Any:
             next_obs=raw["next_obs"].clone(),
             terminated=raw["terminated"].clone(),
         )
+    if isinstance(raw, dict) and "__env_step__" in raw:
+        return EnvStep(**{name: raw[name].clone() for name in _ENV_STEP_FIELDS})
     if isinstance(raw, list):
         return [materialize(item, requires_grad) for item in raw]
     if isinstance(raw, Tensor):
@@ -208,6 +224,12 @@ def changed_parts(label: str, live: Any, raw: Any) -> list[str]:
         }
         return [
             f"{label}.{name}" for name, now in fields.items() if not torch.equal(now, raw[name])
+        ]
+    if isinstance(raw, dict) and "__env_step__" in raw:
+        return [
+            f"{label}.{name}"
+            for name in _ENV_STEP_FIELDS
+            if not torch.equal(getattr(live, name), raw[name])
         ]
     if isinstance(raw, list):
         return [

@@ -1,6 +1,9 @@
 """Extra environments, registered with gymnasium on ``import rl_mind.envs`` (an explicit opt-in).
 
 - ``CartPoleContinuous-v1``: CartPole with a continuous force in ``[-1, 1]``, 500 steps.
+- ``MazeMDP-v0``: a grid maze with its model exposed (``P``, ``r``, ``gamma``,
+  ``terminal_states``), for dynamic programming and tabular RL (:class:`MazeMDPEnv`,
+  drawn by :func:`plot_maze` and :func:`plot_sweeps`); 200 steps.
 - ``rl_mind/PongDuel-v0``: Pong Duel, the two-player self-play game. ``gymnasium.make``
   gives one match against an opponent (:class:`PongDuelEnv`), ``gymnasium.make_vec`` (and
   ``rl_mind.VecEnv``) the natively vectorized :class:`PongDuelVectorEnv`;
@@ -16,6 +19,7 @@ from __future__ import annotations
 import gymnasium
 
 from rl_mind.envs.cartpole_continuous import CartPoleContinuousEnv
+from rl_mind.envs.maze_mdp import ACTION_NAMES, MazeMDPEnv, plot_maze, plot_sweeps
 from rl_mind.envs.pong_duel import (
     MatchResult,
     PongDuelEnv,
@@ -36,9 +40,11 @@ from rl_mind.envs.pong_render import render_frame, render_match
 from rl_mind.envs.pong_rules import PongDuelRules
 
 __all__ = [
+    "ACTION_NAMES",
     "BUILTIN_OPPONENTS",
     "CartPoleContinuousEnv",
     "MatchResult",
+    "MazeMDPEnv",
     "NumpyPolicy",
     "PongDuelEnv",
     "PongDuelGame",
@@ -50,6 +56,8 @@ __all__ = [
     "RandomOpponent",
     "ScriptedOpponent",
     "as_numpy_policy",
+    "plot_maze",
+    "plot_sweeps",
     "pong_duel_observation_space",
     "render_frame",
     "render_match",
@@ -63,6 +71,12 @@ def _register() -> None:
             entry_point="rl_mind.envs.cartpole_continuous:CartPoleContinuousEnv",
             max_episode_steps=500,
             reward_threshold=475.0,
+        )
+    if "MazeMDP-v0" not in gymnasium.registry:
+        gymnasium.register(
+            id="MazeMDP-v0",
+            entry_point="rl_mind.envs.maze_mdp:MazeMDPEnv",
+            max_episode_steps=200,  # as in rl-mind 0.4: a truncation
         )
     if "rl_mind/PongDuel-v0" not in gymnasium.registry:
         # No max_episode_steps: the game truncates itself at its own time limit (1,500).

@@ -18,7 +18,7 @@ from typing import Any
 
 from rl_mind.notebook import Profile as _Profile
 
-__all__ = ["Profile"]
+__all__: list[str] = []  # deprecated: kept out of the reference (rl_mind.Profile is documented)
 
 warnings.warn(
     "rl_mind.profiles is rl-mind 0.4's module: write `from rl_mind import Profile` "

@@ -246,7 +246,15 @@ class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
         checked_wrappers = _checked_wrappers(wrappers)
         self._env_name, self._num_envs, self._wrappers = env_name, count, tuple(wrappers)
         self._same_step_reset, self._env_kwargs = bool(same_step_reset), dict(env_kwargs)
-        self._gym_env = self._make(_env_spec(env_name, "VecEnv"), checked_wrappers, asynchronous)
+        spec = _env_spec(env_name, "VecEnv")
+        try:
+            self._gym_env = self._make(spec, checked_wrappers, asynchronous)
+        except gym.error.DependencyNotInstalled as error:  # Box2D, MuJoCo: the package's extras
+            extra = next((x for x in ("box2d", "mujoco") if x in str(spec.entry_point)), "envs")
+            raise gym.error.DependencyNotInstalled(
+                f'{spec.id} needs gymnasium\'s {extra} environments: pip install "rl-mind[{extra}]" '
+                f"(then restart the kernel). gymnasium said: {error}"
+            ) from error
         self._copy_obs = self._vectorization_mode != "vector_entry_point"  # (see _make)
         self._observation_space = self._gym_env.single_observation_space
         self._action_space = space = self._gym_env.single_action_space

@@ -15,7 +15,9 @@ a script, and CI. This module hides the differences:
   way), a text bar in a terminal;
 - :class:`Profile` sizes budgets: ``Profile.pick(full, fast_test=...)`` returns the tiny
   fast-test value when the environment variable ``RL_MIND_FAST_TEST=1`` is set (CI sets
-  it), so that every practical runs in seconds there.
+  it), so that every practical runs in seconds there. rl-mind 0.4's switch,
+  ``NOTEBOOK_PROFILE=fast-test``, still works (with a ``DeprecationWarning``): a course's CI
+  that sets it keeps running the tiny budgets.
 
 What the reader must not get wrong: nothing here imports tensorboard, tqdm or IPython at
 import time; each is imported inside the function that needs it.
@@ -28,12 +30,14 @@ import numbers
 import os
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "FAST_TEST_ENV_VAR",
+    "LEGACY_PROFILE_ENV_VAR",
     "OUTPUTS_ENV_VAR",
     "ProgressBar",
     "Profile",
@@ -47,6 +51,9 @@ __all__ = [
 
 FAST_TEST_ENV_VAR = "RL_MIND_FAST_TEST"
 """Set to ``1`` to switch every :meth:`Profile.pick` to its fast-test value."""
+
+LEGACY_PROFILE_ENV_VAR = "NOTEBOOK_PROFILE"
+"""rl-mind 0.4's switch: ``NOTEBOOK_PROFILE=fast-test`` works as ``RL_MIND_FAST_TEST=1``."""
 
 OUTPUTS_ENV_VAR = "RL_MIND_OUTPUTS"
 """Overrides the folder returned by :func:`outputs_directory`."""
@@ -325,9 +332,21 @@ class Profile:
 
     @staticmethod
     def is_fast_test() -> bool:
-        """True when ``$RL_MIND_FAST_TEST`` is set to ``1``, ``true``, ``yes`` or ``on``."""
+        """True when ``$RL_MIND_FAST_TEST`` is set to ``1``, ``true``, ``yes`` or ``on``, or
+        when rl-mind 0.4's ``$NOTEBOOK_PROFILE`` is ``fast-test`` (which warns)."""
         value = os.environ.get(FAST_TEST_ENV_VAR, "").strip().lower()
-        return value in {"1", "true", "yes", "on"}
+        if value in {"1", "true", "yes", "on"}:
+            return True
+        legacy = os.environ.get(LEGACY_PROFILE_ENV_VAR, "").strip().upper()
+        if legacy.replace("-", "_").replace(" ", "_") == "FAST_TEST":
+            warnings.warn(
+                f"{LEGACY_PROFILE_ENV_VAR}=fast-test is rl-mind 0.4's switch; set "
+                f"{FAST_TEST_ENV_VAR}=1 instead",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            return True
+        return False
 
     @staticmethod
     def name() -> str:
@@ -338,3 +357,17 @@ class Profile:
     def pick(full: T, *, fast_test: T) -> T:
         """``fast_test`` under the fast-test profile, else ``full``."""
         return fast_test if Profile.is_fast_test() else full
+
+
+# ---------------------------------------------------------------------- rl-mind 0.4
+def silence_known_warnings() -> None:
+    """Deprecated (rl-mind 0.4): hid the ``pkg_resources`` warning that pygame and
+    tensorboard printed. Still does; nothing in rl-mind needs it any more, so remove the
+    call."""
+    warnings.warn(
+        "silence_known_warnings() is not needed any more: remove the call (or write "
+        "warnings.filterwarnings('ignore', message='pkg_resources is deprecated'))",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)

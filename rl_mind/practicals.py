@@ -18,8 +18,8 @@ Two notebooks come out of it:
   sees where the gaps are).
 
 Both start with the line that installs a release of the package that has what the
-notebook uses (:func:`install_line`, written by the generator: a source has none of its
-own). With ``--nbgrader COURSE_DIR`` the command writes instead an **nbgrader source
+notebook uses and checks, before any other import, that an older release is not the one
+installed (:func:`install_check`, written by the generator: a source has none of its own). With ``--nbgrader COURSE_DIR`` the command writes instead an **nbgrader source
 assignment** (``COURSE_DIR/source/<name>/<name>.ipynb``): the cells holding a solution
 region are solution cells, the check cells (``check_xxx(xxx)``) autograded test cells worth
 one point per function checked, or ``points`` set in the source's cell header (``# %%
@@ -60,6 +60,7 @@ __all__ = [
     "PracticalNotebooks",
     "generate_nbgrader_assignment",
     "generate_notebooks",
+    "install_check",
     "install_line",
     "main",
     "reference_notebook",
@@ -80,13 +81,48 @@ _INSTALL = re.compile(r"pip\s+install\s+[\"']?rl[-_]mind", re.IGNORECASE)
 
 
 def install_line() -> str:
-    """The comment that opens the first code cell of every generated practical: the
-    install command of a release that has what the notebook uses (this package's version
-    or a later one), e.g. ``# On Colab or a fresh machine, first run: %pip install
-    "rl-mind>=0.5.0"``. (An older release fails at the first import.)"""
+    """The comment that opens the first code cell of every generated practical, e.g.
+    ``# Needs rl-mind 0.5.0 or later: ...``; :func:`install_check` follows it."""
     from rl_mind import __version__
 
-    return f'# On Colab or a fresh machine, first run: %pip install "rl-mind>={__version__}"'
+    return (
+        f"# Needs rl-mind {__version__} or later: installed here on Colab or a fresh machine; "
+        f"an older release stops here with the command to run."
+    )
+
+
+def install_check() -> str:
+    """The code that opens the first code cell of every generated practical, before any
+    other import: :func:`install_line`, then a check of the installed distribution's
+    version (``importlib.metadata``, not a failing import). Where ``rl-mind`` is missing it
+    is installed (``pip install "rl-mind>=<this version>"``); over an older release the cell
+    raises a ``RuntimeError`` that gives the command to run and says to restart the kernel.
+    A source checkout on the path (no distribution, but ``rl_mind`` importable) is left
+    alone."""
+    from rl_mind import __version__
+
+    required = tuple(int(part) for part in re.findall(r"\d+", __version__)[:3])
+    requirement = f"rl-mind>={__version__}"
+    return rf"""{install_line()}
+import importlib.metadata, importlib.util, re, subprocess, sys
+try:
+    _rl_mind_version = importlib.metadata.version("rl-mind")
+except importlib.metadata.PackageNotFoundError:
+    _rl_mind_version = None
+if _rl_mind_version is None and importlib.util.find_spec("rl_mind") is None:
+    if subprocess.run([sys.executable, "-m", "pip", "install", "{requirement}"]).returncode:
+        raise RuntimeError(
+            'pip could not install "{requirement}": install the wheel or the git URL '
+            "that your course page gives, then run this cell again"
+        )
+elif _rl_mind_version is not None and (
+    tuple(int(part) for part in re.findall(r"\d+", _rl_mind_version)[:3]) < {required!r}
+):
+    raise RuntimeError(
+        f"rl-mind {{_rl_mind_version}} is installed; this notebook needs {__version__} or later. "
+        'Run  %pip install --upgrade "{requirement}"  in a cell (or the install line of '
+        "your course page), restart the kernel, and run the notebook again."
+    )"""
 
 
 def _enclosing_function(lines: list[str], marker_index: int) -> str | None:
@@ -275,7 +311,7 @@ def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
     first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
     if first_code is None:
         raise ValueError(f"{name}: no code cell")
-    first_code.source = f"{install_line()}\n{first_code.source}"
+    first_code.source = f"{install_check()}\n\n{first_code.source}"
     return notebook, points
 
 
@@ -468,7 +504,7 @@ def reference_notebook(text: str, *, name: str) -> str:
     first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
     if first_code is None:
         raise ValueError(f"{name}: no code cell")
-    first_code.source = f"{install_line()}\n{first_code.source}"
+    first_code.source = f"{install_check()}\n\n{first_code.source}"
     return nbformat.writes(notebook) + "\n"
 
 

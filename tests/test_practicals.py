@@ -22,6 +22,7 @@ from rl_mind.__main__ import main as rl_mind_main
 from rl_mind.practicals import (
     generate_nbgrader_assignment,
     generate_notebooks,
+    install_check,
     install_line,
     main,
     render_nbgrader,
@@ -152,7 +153,7 @@ def test_the_two_notebooks_are_valid_and_differ_only_in_the_gaps() -> None:
     nbformat.validate(student)
     nbformat.validate(solution)
     assert [c.cell_type for c in student.cells] == ["markdown", "code", "code", "code"]
-    assert student.cells[1].source.startswith(install_line() + "\nimport math")
+    assert student.cells[1].source.startswith(install_check() + "\n\nimport math")
     assert (
         student.cells[0].source == solution.cells[0].source == "# A practical\nSome $x$ to explain."
     )
@@ -226,8 +227,10 @@ def test_the_command_reports_a_missing_source_and_a_bad_marker(
 
 def test_the_install_line_asks_for_a_release_with_what_the_notebook_uses() -> None:
     assert install_line() == (
-        f'# On Colab or a fresh machine, first run: %pip install "rl-mind>={rl_mind.__version__}"'
+        f"# Needs rl-mind {rl_mind.__version__} or later: installed here on Colab or a fresh "
+        f"machine; an older release stops here with the command to run."
     )
+    assert f'"rl-mind>={rl_mind.__version__}"' in install_check()
     notebooks = render_notebooks(SOURCE, name="demo")
     for text in (notebooks.student, notebooks.solution):
         first_code = next(c for c in nbformat.reads(text, 4).cells if c.cell_type == "code")
@@ -461,3 +464,68 @@ def test_run_all_stops_at_the_first_wrong_function(
     ran = [i for i, c in enumerate(cells) if c.cell_type == "code" and c.execution_count]
     assert max(ran) == failed[0], "cells after the failed check ran"
     assert not list(tmp_path.glob("dqn-*")), "the training started"
+
+
+def _run_install_check(
+    monkeypatch: pytest.MonkeyPatch, installed: str | None, importable: bool, pip_status: int = 0
+) -> list[list[str]]:
+    """Run the first cell's check as a notebook would, with ``installed`` as the version of
+    the rl-mind distribution (None: not installed); returns the pip commands it ran."""
+    import importlib.metadata
+    import importlib.util
+    import subprocess
+
+    def version(name: str) -> str:
+        assert name == "rl-mind"
+        if installed is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed
+
+    find_spec = importlib.util.find_spec
+    commands: list[list[str]] = []
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: (
+            (find_spec(name, *a) if importable else None)
+            if name == "rl_mind"
+            else find_spec(name, *a)
+        ),
+    )
+    monkeypatch.setattr(
+        subprocess,
+        "run",
+        lambda command, **kw: (
+            commands.append(command) or subprocess.CompletedProcess(command, pip_status)
+        ),
+    )
+    exec(compile(install_check(), "<first cell>", "exec"), {})
+    return commands
+
+
+def test_the_first_cell_installs_rl_mind_where_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    commands = _run_install_check(monkeypatch, installed=None, importable=False)
+    assert len(commands) == 1 and commands[0][1:] == [
+        "-m", "pip", "install", f"rl-mind>={rl_mind.__version__}"
+    ]  # fmt: skip
+    with pytest.raises(RuntimeError, match="the wheel or the git URL"):
+        _run_install_check(monkeypatch, installed=None, importable=False, pip_status=1)
+
+
+def test_the_first_cell_leaves_a_recent_release_or_a_source_checkout_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _run_install_check(monkeypatch, installed=rl_mind.__version__, importable=True) == []
+    assert _run_install_check(monkeypatch, installed="9.0.0rc1", importable=True) == []
+    assert _run_install_check(monkeypatch, installed=None, importable=True) == []
+
+
+def test_the_first_cell_stops_an_older_release_with_the_command_to_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expected = f'rl-mind 0.4.0 is installed.*%pip install --upgrade "rl-mind>={rl_mind.__version__}".*restart the kernel'
+    with pytest.raises(RuntimeError, match=expected):
+        _run_install_check(monkeypatch, installed="0.4.0", importable=True)

@@ -88,3 +88,17 @@ def _register() -> None:
 
 
 _register()
+
+
+def __getattr__(name: str) -> object:
+    if name == "ContinuousCartPoleEnv":  # rl-mind 0.4's name
+        import warnings
+
+        warnings.warn(
+            "ContinuousCartPoleEnv is rl-mind 0.4's name; write CartPoleContinuousEnv "
+            "(or gymnasium.make('CartPoleContinuous-v1'))",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return CartPoleContinuousEnv
+    raise AttributeError(f"module 'rl_mind.envs' has no attribute {name!r}")

@@ -249,9 +249,26 @@ def _check_calls(source: str) -> list[str] | None:
 
 def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
     """The source as a normalized notebook with the install line first, and the points of
-    each check cell by cell index (``points`` in the cell's header, else one per function
-    checked)."""
+    each check cell by cell index (``points`` in the cell's header, else each checked
+    function's: a declared check's ``points``, one for the package's checks).
+
+    A check declared in the source (``check_f = Check("f", ...)``) gets its cases, computed
+    from the reference solution, written into its cell after the declaration."""
+    from rl_mind.checks.teacher import declared_checks, declared_names, load_code
+
     notebook = _normalized(_read_percent(text), name)
+    declared = declared_checks(text, where=name)
+    loaded: set[str] = set()
+    for cell in notebook.cells:
+        names = declared_names(cell.source) if cell.cell_type == "code" else []
+        for check_name in [n for n in names if n in declared]:
+            cell.source += "\n" + load_code(check_name, declared[check_name][1])
+            loaded.add(check_name)
+    if set(declared) != loaded:
+        raise ValueError(
+            f"{name}: declare each check at the top level of a code cell: "
+            f"{sorted(set(declared) - loaded)}"
+        )
     points: dict[int, float] = {}
     for i, cell in enumerate(notebook.cells):
         given = cell.metadata.pop("points", None)
@@ -271,7 +288,14 @@ def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
         ):
             raise ValueError(f"{name}, cell {i}: points must be a positive number, got {given!r}")
         if checked is not None:
-            points[i] = float(given) if given is not None else float(len(checked))
+            points[i] = (
+                float(given)
+                if given is not None
+                else sum(
+                    declared[f"check_{f}"][0].points if f"check_{f}" in declared else 1.0
+                    for f in checked
+                )
+            )
     first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
     if first_code is None:
         raise ValueError(f"{name}: no code cell")

@@ -35,16 +35,20 @@ from typing import Any
 from rl_mind.checks import references
 from rl_mind.checks.a2c import check_a2c_loss, check_nstep_returns
 from rl_mind.checks.dqn import check_dqn_loss, check_dqn_td_target
-from rl_mind.checks.engine import CheckFailure, Spec
+from rl_mind.checks.engine import Case, CheckFailure, Probe, Spec
 from rl_mind.checks.ppo import check_gae, check_ppo_policy_loss, check_ppo_value_loss
 from rl_mind.checks.reinforce import check_discounted_returns, check_reinforce_loss
 from rl_mind.checks.sac import check_sac_actor_loss, check_sac_target, check_sac_temperature_loss
 from rl_mind.checks.td3 import check_td3_actor_loss, check_td3_target, check_update_targets
+from rl_mind.checks.teacher import Check
 
 __all__ = [
     "CHECKS",
     "SPECS",
+    "Case",
+    "Check",
     "CheckFailure",
+    "Probe",
     "check_a2c_loss",
     "check_discounted_returns",
     "check_dqn_loss",
@@ -66,7 +70,7 @@ __all__ = [
     "regenerate",
 ]
 
-_ENGINE = {"engine", "inputs", "references", "__main__"}
+_ENGINE = {"engine", "inputs", "references", "teacher", "__main__"}
 
 
 def practical_modules() -> list[ModuleType]:

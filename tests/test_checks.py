@@ -640,23 +640,83 @@ def sac_target_without_alpha(actor, q1, q2, batch, alpha, gamma):
         return batch.reward + gamma * _not_terminal(batch) * (next_q - action.log_prob)
 
 
+def _gae_from_deltas(delta, terminated, truncated, gamma, gae_lambda):
+    not_done = (~(terminated | truncated)).float()
+    advantages, running = torch.zeros_like(delta), torch.zeros_like(delta[0])
+    for t in reversed(range(len(delta))):
+        running = delta[t] + gamma * gae_lambda * not_done[t] * running
+        advantages[t] = running
+    return advantages
+
+
+def gae_without_gamma_in_the_td_error(
+    reward, value, next_value, terminated, truncated, gamma, gae_lambda
+):
+    with torch.no_grad():
+        delta = reward + (~terminated).float() * next_value - value
+        return _gae_from_deltas(delta, terminated, truncated, gamma, gae_lambda)
+
+
+def gae_without_the_value_of_the_state(
+    reward, value, next_value, terminated, truncated, gamma, gae_lambda
+):
+    with torch.no_grad():
+        delta = reward + gamma * (~terminated).float() * next_value
+        return _gae_from_deltas(delta, terminated, truncated, gamma, gae_lambda)
+
+
+def gae_returns_advantages_plus_values(
+    reward, value, next_value, terminated, truncated, gamma, gae_lambda
+):
+    with torch.no_grad():
+        delta = reward + gamma * (~terminated).float() * next_value - value
+        return _gae_from_deltas(delta, terminated, truncated, gamma, gae_lambda) + value
+
+
+def ppo_without_the_advantages(new_log_prob, old_log_prob, advantages, clip_coef):
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    return -torch.min(ratio, ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+
+
+def ppo_clipped_objective_alone(new_log_prob, old_log_prob, advantages, clip_coef):
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    return -(ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages).mean()
+
+
+def a2c_losses_swapped(log_prob, values, returns):
+    policy_loss, value_loss = a2c_reference_losses(log_prob, values, returns)
+    return value_loss, policy_loss
+
+
+def a2c_reference_losses(log_prob, values, returns):
+    advantages = (returns - values).detach()
+    return -(log_prob * advantages).mean(), F.mse_loss(values, returns)
+
+
 NEWLY_NAMED: list[tuple[str, Callable[..., Any], str]] = [
     ("dqn_loss", dqn_loss_broadcast, "broadcast to [N, N]; .squeeze(1) the gathered Q-values"),
     ("dqn_loss", dqn_loss_broadcast_by_hand, "gather gives [N, 1] and td_target is [N]"),
     ("dqn_td_target", dqn_td_target_keepdim, "a [8, 1] tensor combined with a [8] one broadcasts"),
     ("dqn_td_target", dqn_td_target_overwrites_the_batch, "batch.reward was changed in place"),
-    (
-        "gae",
-        gae_value_of_the_next_row,
-        "from next_value[t], the value of the true successor next_obs[t]. value[t + 1] is "
-        "another episode's first state after an episode end, and does not exist at the last step",
-    ),
+    ("gae", gae_value_of_the_next_row, "the TD errors bootstrap from the next row's value"),
+    ("gae", gae_without_gamma_in_the_td_error, "the TD errors do not depend on gamma"),
+    ("gae", gae_without_the_value_of_the_state, "subtracts the value of the state it starts"),
+    ("gae", gae_returns_advantages_plus_values, "these are returns, not advantages"),
     ("gae", gae_overwrites_the_rewards, "reward was changed in place"),
     ("gae", gae_overwrites_the_values, "value was changed in place"),
     ("nstep_returns", nstep_overwrites_the_rewards, "reward was changed in place"),
     ("ppo_policy_loss", ppo_clip_ratio_times_advantage, "clip the probability ratio alone"),
     ("ppo_policy_loss", ppo_clip_advantage, "clip the probability ratio alone"),
     ("ppo_policy_loss", ppo_normalizes_the_advantages, "do not normalize the advantages"),
+    ("ppo_policy_loss", ppo_without_the_advantages, "does not change when the advantages change"),
+    (
+        "ppo_policy_loss",
+        ppo_max,
+        "the minimum of the clipped and unclipped objectives, not the max",
+    ),
+    ("ppo_policy_loss", ppo_clipped_objective_alone, "per sample, the minimum of the clipped"),
+    ("a2c_loss", a2c_losses_swapped, "right but in the wrong order"),
+    ("a2c_loss", a2c_no_baseline, "the baseline is missing"),
     ("sac_actor_loss", sac_actor_without_alpha, "the loss does not change with alpha"),
     ("sac_target", sac_target_without_alpha, "the target does not change with alpha"),
 ]
@@ -769,6 +829,27 @@ def test_a_mistake_the_values_alone_do_not_show_is_named_without_the_cases_hint(
     # (the case's hint is about another mistake: a shape, a clip or an alpha is to blame)
     passed, out = run_check(name, wrong, capsys)
     assert not passed and phrase in out and "Hint:" not in out, out
+
+
+def _messages(spec: Any) -> list[str]:
+    """Every text a check may show: the cases' hints, the probes' and the spec's messages."""
+    return [
+        *(case.hint for case in spec.cases),
+        *(probe.message for probe in spec.probes),
+        *spec.no_grad_messages.values(),
+        *spec.grad_messages.values(),
+        *spec.wrong_grad_messages.values(),
+        *spec.changed_messages.values(),
+        spec.sign_message,
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(checks.SPECS))
+def test_no_message_gives_the_code_of_the_answer(name: str) -> None:
+    # the mistake is named, the code to write is not (the clip call, the successor's index)
+    for message in _messages(checks.SPECS[name]):
+        for code in ("torch.clamp", ".clamp(", "next_value[t]", "value[t + 1]", "F.mse_loss("):
+            assert code not in message, (name, message)
 
 
 def test_an_input_changed_in_place_is_named_even_when_the_result_is_right(

@@ -94,12 +94,16 @@ class Probe:
     the case's hint.
 
     ``change`` maps the case's stored inputs to new stored inputs (it must not modify
-    them); ``fires`` compares the first outputs of the two calls.
+    them); ``fires`` compares the first outputs of the two calls. With ``base``, the first
+    call is made on ``base(stored)`` (inputs chosen to show the mistake, e.g. a ratio in a
+    given range) and the second on ``change(base(stored))``. A change that changes nothing
+    tells nothing: the probe is then skipped.
     """
 
     change: Callable[[dict[str, Any]], dict[str, Any]]
     fires: Callable[[Tensor, Tensor], bool]
     message: str = ""
+    base: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -405,11 +409,25 @@ def _same_outputs(result: Any, other: Any) -> bool:
     )
 
 
+def _same_stored(a: Any, b: Any) -> bool:
+    """Whether two stored inputs are equal (tensors, dicts, lists, plain values)."""
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        return isinstance(a, Tensor) and isinstance(b, Tensor) and torch.equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_stored(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same_stored(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _first(result: Any) -> Any:
+    return result[0] if isinstance(result, tuple | list) else result
+
+
 def _probe(
     spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any], result: Any
 ) -> str | None:
     """The message of the first probe that fires on this wrong result, if any."""
-    first = result[0] if isinstance(result, tuple | list) else result
     for probe in spec.probes:
         try:
             with warnings.catch_warnings():
@@ -419,13 +437,20 @@ def _probe(
                     if _same_outputs(result, wrong):
                         return probe.message
                     continue
-                again = call(spec, student_fn, build_inputs(spec, probe.change(stored)))
+                before, first = stored, _first(result)
+                if probe.base is not None:
+                    before = probe.base(stored)
+                    first = _first(call(spec, student_fn, build_inputs(spec, before)))
+                changed = probe.change(before)
+                if _same_stored(changed, before):
+                    continue
+                again = _first(call(spec, student_fn, build_inputs(spec, changed)))
         except Exception:  # (a probe only chooses the message: the case has failed already)
             continue
-        again = again[0] if isinstance(again, tuple | list) else again
         if (
             isinstance(first, Tensor)
             and isinstance(again, Tensor)
+            and first.shape == again.shape
             and probe.fires(first.detach(), again.detach())
         ):
             return probe.message

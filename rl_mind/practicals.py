@@ -22,9 +22,15 @@ notebook uses (:func:`install_line`, written by the generator: a source has none
 own). With ``--nbgrader COURSE_DIR`` the command writes instead an **nbgrader source
 assignment** (``COURSE_DIR/source/<name>/<name>.ipynb``): the cells holding a solution
 region are solution cells, the check cells (``check_xxx(xxx)``) autograded test cells worth
-one point per function checked, or ``points`` set in the source's cell header (``# %%
-points=2``), and every other cell is locked. The teacher then runs ``nbgrader
-generate_assignment`` and ``nbgrader autograde`` as they are.
+one point per function checked (a check declared in the source, its ``points``), or
+``points`` set in the source's cell header (``# %% points=2``), and every other cell is
+locked. The teacher then runs ``nbgrader generate_assignment`` and ``nbgrader autograde``
+as they are; with :func:`nbgrader_preprocessors` in the course's configuration, the
+released stubs say what to write, as the student notebook's do.
+
+A check the source declares (``check_f = Check("f", ...)``, see
+:mod:`rl_mind.checks.teacher`) gets its cases, computed from the reference solution, written
+into its cell, in every notebook generated.
 
 Generated notebooks carry no outputs, fixed cell ids and no jupytext metadata, so that
 they are byte-for-byte reproducible and can be committed; ``rl-mind practical --check``
@@ -62,6 +68,7 @@ __all__ = [
     "generate_notebooks",
     "install_line",
     "main",
+    "nbgrader_preprocessors",
     "reference_notebook",
     "render_nbgrader",
     "render_notebooks",
@@ -331,9 +338,13 @@ def render_notebooks(text: str, *, name: str = "practical") -> PracticalNotebook
     )
 
 
+_TO_WRITE = "# To write: "
+
+
 def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
     """A solution cell for nbgrader, and the function of its first region: what to write
-    moves from the marker to a comment above it, which nbgrader's stub keeps."""
+    is also written in a comment above the marker, which nbgrader's own stub keeps (it
+    drops the marker's line)."""
     lines = source.split("\n")
     out: list[str] = []
     function = None
@@ -343,10 +354,59 @@ def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
             indent, description = _marker_parts(line)
             what, _message = _stub_message(lines, i, description)
             function = function or _enclosing_function(lines, i)
-            out += [f"{indent}# To write: {what}", f"{indent}{BEGIN_SOLUTION}"]
+            out += [f"{indent}{_TO_WRITE}{what}", line]
         else:
             out.append(line)
     return "\n".join(out), function
+
+
+def _nbgrader_student_source(source: str) -> str:
+    """The released version of a solution cell of :func:`render_nbgrader`: the stubs of
+    the student notebook (:func:`student_source`), without the comments that repeat what
+    to write for nbgrader's own stub."""
+    lines = source.split("\n")
+    kept = [
+        line
+        for i, line in enumerate(lines)
+        if not (
+            line.strip().startswith(_TO_WRITE)
+            and i + 1 < len(lines)
+            and lines[i + 1].strip().startswith(BEGIN_SOLUTION)
+        )
+    ]
+    return student_source("\n".join(kept))
+
+
+def nbgrader_preprocessors() -> list[Any]:
+    """The preprocessors of ``nbgrader generate_assignment`` with the stubs of the student
+    notebook: each solution region becomes the ``NotImplementedError`` that says what to
+    write, as in the notebook of ``rl-mind practical``, instead of nbgrader's bare
+    ``raise NotImplementedError()``. In the course's ``nbgrader_config.py``::
+
+        from rl_mind.practicals import nbgrader_preprocessors
+        c.GenerateAssignment.preprocessors = nbgrader_preprocessors()
+
+    (nbgrader's stub is one text for every region, so that it cannot say what each one
+    asks; the other preprocessors are nbgrader's own, in its order.)
+    """
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import ClearSolutions
+
+    class ClearSolutionsWithMessages(ClearSolutions):  # type: ignore[misc]
+        """nbgrader's ClearSolutions, writing rl-mind's stubs in Python code cells."""
+
+        def _replace_solution_region(self, cell: Any, language: str) -> bool:
+            if (
+                cell.cell_type != "code"
+                or language != "python"
+                or BEGIN_SOLUTION not in cell.source
+            ):
+                return bool(super()._replace_solution_region(cell, language))
+            cell.source = _nbgrader_student_source(cell.source)
+            return True
+
+    default = GenerateAssignment.class_traits()["preprocessors"].default()
+    return [ClearSolutionsWithMessages if step is ClearSolutions else step for step in default]
 
 
 def render_nbgrader(text: str, *, name: str = "practical") -> str:
@@ -606,7 +666,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"next, in {args.nbgrader}: `nbgrader generate_assignment NAME` for each of "
                 f"{names}, and once the submissions are in, "
                 f"`RL_MIND_FAST_TEST=1 nbgrader autograde NAME` (the training cells then run "
-                f"at the fast-test budgets)"
+                f"at the fast-test budgets). So that the released stubs say what to write, "
+                f"nbgrader_config.py sets `c.GenerateAssignment.preprocessors = "
+                f"nbgrader_preprocessors()` (from rl_mind.practicals)"
             )
             return 0
         for source in args.sources:

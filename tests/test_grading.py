@@ -2,7 +2,7 @@
 
 A throwaway course in a temporary folder: ``rl-mind practical --nbgrader`` writes the DQN
 practical as a source assignment, ``nbgrader generate_assignment`` makes the students'
-version, two students hand it in (one with the reference solutions, one with a typical
+version (whose stubs say what to write, as the student notebook's do), two students hand it in (one with the reference solutions, one with a typical
 mistake in the loss), and ``nbgrader autograde`` grades them: full points for the first,
 the loss's point lost for the second.
 """
@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from rl_mind.practicals import main
+from rl_mind.practicals import main, render_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "notebooks" / "src" / "dqn.py"
@@ -58,11 +58,13 @@ def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_les
     course = tmp_path / "course"
     assert main([str(SOURCE), "--nbgrader", str(course)]) == 0
     (course / "nbgrader_config.py").write_text(
+        "from rl_mind.practicals import nbgrader_preprocessors\n\n"
         'c = get_config()\nc.CourseDirectory.course_id = "rl-course"\nc.Execute.timeout = 120\n'
+        "c.GenerateAssignment.preprocessors = nbgrader_preprocessors()\n"
     )
     nbgrader(course, "generate_assignment", "dqn")
 
-    # the students' version has nbgrader's stubs where the solutions were
+    # the students' version has stubs where the solutions were
     source = nbformat.read(course / "source" / "dqn" / "dqn.ipynb", as_version=4)
     solutions = {
         cell.metadata.nbgrader.grade_id: cell.source
@@ -72,8 +74,25 @@ def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_les
     assert sorted(solutions) == ["dqn_loss", "dqn_td_target"]
     released = (course / "release" / "dqn" / "dqn.ipynb").read_text()
     assert "F.mse_loss(q_taken, td_target)" not in released
-    assert "# To write: the mean squared error between Q(s, a) and the targets" in released
-    assert "raise NotImplementedError()" in released
+    assert "raise NotImplementedError()" not in released
+    # the stubs say what to write, as the student notebook's do, line for line
+    release = nbformat.read(course / "release" / "dqn" / "dqn.ipynb", as_version=4)
+    student = nbformat.reads(render_notebooks(SOURCE.read_text(), name="dqn").student, 4)
+
+    def stubs(notebook: nbformat.NotebookNode) -> list[str]:
+        return [
+            line.strip()
+            for cell in notebook.cells
+            for line in cell.source.split("\n")
+            if "NotImplementedError" in line or "YOUR CODE HERE" in line
+        ]
+
+    assert stubs(release) == stubs(student) and len(stubs(student)) == 4
+    assert any(
+        line.startswith("raise NotImplementedError(")
+        and "dqn_loss(): write the mean squared error between Q(s, a) and the targets" in line
+        for line in stubs(release)
+    )
 
     submit(course, "reference", solutions)
     broadcast = solutions["dqn_loss"].replace(".unsqueeze(1)).squeeze(1)", ".unsqueeze(1))")

@@ -913,3 +913,243 @@ def test_a_teacher_adds_a_practical_with_one_check_module(
             toy.check_double(lambda x: 3 * x)
     finally:
         sys.modules.pop("rl_mind.checks.toy", None)
+
+
+# ----------------------------------------------------------------------------- a teacher's check
+TEACHER_SOURCE = """# %%
+import torch
+
+from rl_mind.checks import Case, Check, Probe
+
+
+def spread(g, n, scale):
+    return torch.randn(n, generator=g) * scale + 1.0
+
+
+# %%
+# the check of normalize, declared in the practical
+check_normalize = Check(
+    "normalize",
+    cases=[
+        Case("a batch of advantages", "subtract the mean, then divide by the standard deviation",
+             lambda g: {"advantages": spread(g, 8, 3.0)}),
+        Case("a larger batch", "every sample is normalized with the same mean and deviation",
+             lambda g: {"advantages": spread(g, 32, 0.5)}),
+    ],
+    probes={
+        "the mean is not subtracted": lambda advantages: advantages / advantages.std(),
+        "the result changes when every advantage is doubled: divide by their standard "
+        "deviation": Probe(
+            lambda inputs: {"advantages": 2.0 * inputs["advantages"]},
+            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),
+        ),
+    },
+    points=2,
+)
+
+
+# %%
+def normalize(advantages):
+    ### BEGIN SOLUTION the advantages with mean 0 and standard deviation 1
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    ### END SOLUTION
+
+
+# %%
+check_normalize(normalize)
+"""
+
+# (answer name, its code, what the student must read)
+TEACHER_ANSWERS = [
+    ("right", "(a - a.mean()) / (a.std() + 1e-8)", "✓ normalize passes all 2 cases"),
+    (
+        "no mean",
+        "a / a.std()",
+        "case 1/2 (a batch of advantages) fails: the mean is not subtracted",
+    ),
+    ("not divided", "a - a.mean()", "fails: the result changes when every advantage is doubled"),
+    ("too wide", "1.1 * (a - a.mean()) / a.std()", "Hint: subtract the mean, then divide by"),
+    ("a shape", "(a - a.mean()).unsqueeze(1)", "expected shape [8], got [8, 1]"),
+]
+
+RUN_THE_STUDENT_NOTEBOOK = """
+import json, sys
+import nbformat
+import rl_mind
+
+notebook = nbformat.read(sys.argv[1], as_version=4)
+imports, declaration, _gap, check = [c.source for c in notebook.cells if c.cell_type == "code"]
+namespace = {}
+exec(imports, namespace)
+exec(declaration, namespace)
+results = {"package": rl_mind.__file__}
+for name, code in json.loads(sys.argv[2]):
+    exec(f"def normalize(a):\\n    return {code}", namespace)
+    try:
+        exec(check, namespace)
+        results[name] = "passed"
+    except AssertionError as failure:
+        results[name] = str(failure)
+print(json.dumps(results))
+"""
+
+
+def test_a_teacher_declares_a_check_in_the_source_and_the_student_notebook_runs_it(
+    tmp_path: Path,
+) -> None:
+    import json
+    import shutil
+    import subprocess
+
+    import nbformat
+
+    from rl_mind.practicals import render_notebooks
+
+    notebooks = render_notebooks(TEACHER_SOURCE, name="toy")
+    student = nbformat.reads(notebooks.student, 4)
+    code = [cell.source for cell in student.cells if cell.cell_type == "code"]
+    # the reference is not in the student notebook; the cases are, after the declaration
+    assert "advantages.std() + 1e-8" not in notebooks.student
+    assert code[1].startswith("# the check of normalize, declared in the practical\n")
+    assert "\ncheck_normalize.load(  # its cases, computed from the reference" in code[1]
+    assert code[3] == "check_normalize(normalize)"
+    path = tmp_path / "toy.ipynb"
+    path.write_text(notebooks.student)
+
+    # the package without any file of case data: the notebook carries its cases
+    package = tmp_path / "installed" / "rl_mind"
+    root = Path(checks.__file__).parent.parent
+    shutil.copytree(root, package, ignore=shutil.ignore_patterns("*.pt", "__pycache__"))
+    assert not list(package.rglob("*.pt"))
+    answers = [(name, answer) for name, answer, _ in TEACHER_ANSWERS]
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_THE_STUDENT_NOTEBOOK, str(path), json.dumps(answers)],
+        env={**__import__("os").environ, "PYTHONPATH": str(package.parent)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().split("\n")
+    results = json.loads(lines[-1])
+    assert Path(results.pop("package")).parent == package
+    assert results["right"] == "passed" and "✓ normalize passes all 2 cases" in done.stdout
+    for name, _, phrase in TEACHER_ANSWERS[1:]:
+        assert results[name].startswith("normalize: case "), results[name]
+        assert phrase in results[name], results[name]
+
+
+def test_a_declared_check_gets_its_points_in_the_nbgrader_assignment() -> None:
+    import nbformat
+
+    from rl_mind.practicals import render_nbgrader
+
+    notebook = nbformat.reads(render_nbgrader(TEACHER_SOURCE, name="toy"), 4)
+    graded = {
+        cell.metadata.nbgrader.grade_id: cell.metadata.nbgrader.get("points")
+        for cell in notebook.cells
+        if cell.metadata.nbgrader.grade
+    }
+    assert graded == {"check_normalize": 2.0}
+
+
+def test_the_declared_cases_are_the_same_each_time_and_follow_the_reference() -> None:
+    from rl_mind.checks.teacher import declared_checks
+
+    (first,) = declared_checks(TEACHER_SOURCE).values()
+    (again,) = declared_checks(TEACHER_SOURCE).values()
+    assert first[1] == again[1]
+    (other,) = declared_checks(TEACHER_SOURCE.replace("+ 1e-8", "+ 1.0")).values()
+    assert other[1] != first[1]
+
+
+def test_a_declared_check_without_its_cases_says_where_they_come_from() -> None:
+    check = checks.Check(
+        "double", [checks.Case("a vector", "twice", lambda g: {"x": torch.randn(3, generator=g)})]
+    )
+    with pytest.raises(RuntimeError, match="check_double has no cases yet: `rl-mind practical`"):
+        check(lambda x: 2 * x)
+    encoded = check.generate(lambda x: 2 * x)
+    check(lambda x: x + x)
+    with pytest.raises(ValueError, match="not readable"):
+        check.load(encoded[:-8] + "########")
+    with pytest.raises(ValueError, match="1 stored cases for 2 declared"):
+        checks.Check("double", [*check.cases, *check.cases]).load(encoded)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        ({"function": "not a name"}, TypeError, "the gap function's name"),
+        ({"cases": []}, TypeError, "non-empty list of Case"),
+        ({"cases": [checks.Case("a", "b")]}, TypeError, "has no inputs"),
+        ({"kind": "scalar"}, ValueError, "kind must be one of"),
+        ({"kind": "losses"}, ValueError, "kind='losses' names two or more outputs"),
+        ({"points": 0}, ValueError, "points must be a positive number, got 0"),
+        ({"probes": {"": lambda x: x}}, TypeError, "a probe is named by its message"),
+        ({"probes": {"a mistake": 3}}, TypeError, "must be a wrong answer"),
+    ],
+)
+def test_a_check_declared_wrongly_is_refused_with_what_to_write(
+    arguments: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    given = {
+        "function": "double",
+        "cases": [checks.Case("a", "b", lambda g: {"x": torch.zeros(2)})],
+        **arguments,
+    }
+    with pytest.raises(error, match=match):
+        checks.Check(given.pop("function"), given.pop("cases"), **given)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "match"),
+    [
+        ('Check(\n    "normalize"', 'Check(\n    "normalise"', "defines no function normalise"),
+        ("check_normalize = Check(", "normalize_check = Check(", "must be named check_normalize"),
+        ("check_normalize = Check(", "check_normalize = other = Check(", "assign a Check to one"),
+    ],
+)
+def test_a_declaration_the_generator_cannot_use_is_an_error_naming_its_line(
+    old: str, new: str, match: str
+) -> None:
+    from rl_mind.practicals import render_notebooks
+
+    assert old in TEACHER_SOURCE
+    with pytest.raises(ValueError, match=rf"toy, line 13: .*{match}"):
+        render_notebooks(TEACHER_SOURCE.replace(old, new), name="toy")
+
+
+# the shipped practical whose check is declared in its source: REINFORCE's baseline loss
+def _declared_in_the_notebook(name: str, function: str) -> Any:
+    import nbformat
+
+    path = Path(__file__).parent.parent / "notebooks" / f"{name}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    (cell,) = [c.source for c in notebook.cells if f"check_{function} = Check(" in c.source]
+    namespace: dict[str, Any] = {}
+    exec("import torch\nfrom rl_mind.checks import Case, Check, Probe\n" + cell, namespace)
+    return namespace[f"check_{function}"]
+
+
+BASELINE_LOSS_ANSWERS: list[tuple[Callable[..., Any], str]] = [
+    (lambda values, returns: ((values - returns) ** 2).sum(), "10 times too large"),
+    (lambda values, returns: (values - returns).abs().mean(), "grow four times"),
+    (lambda values, returns: (values - returns).mean() ** 2, "shuffled"),
+    (lambda values, returns: F.mse_loss(values.detach(), returns), "no gradient reaches values"),
+    (lambda values, returns: 0.5 * F.mse_loss(values, returns), "factor 0.5"),
+]
+
+
+def test_the_reinforce_practical_declares_its_baseline_loss_check(
+    reference: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    check = _declared_in_the_notebook("reinforce", "baseline_loss")
+    assert "baseline_loss" not in checks.SPECS  # (not a check of the package)
+    check(lambda values, returns: F.mse_loss(values, returns))
+    assert capsys.readouterr().out == "✓ baseline_loss passes its case\n"
+    for wrong, phrase in BASELINE_LOSS_ANSWERS:
+        with pytest.raises(CheckFailure, match="baseline_loss: case 1/1") as info:
+            check(wrong)
+        assert phrase in str(info.value), str(info.value)

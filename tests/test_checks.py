@@ -1106,7 +1106,11 @@ def test_a_check_declared_wrongly_is_refused_with_what_to_write(
 @pytest.mark.parametrize(
     ("old", "new", "match"),
     [
-        ('Check(\n    "normalize"', 'Check(\n    "normalise"', "defines no function normalise"),
+        (
+            'check_normalize = Check(\n    "normalize"',
+            'check_normalise = Check(\n    "normalise"',
+            "defines no function normalise",
+        ),
         ("check_normalize = Check(", "normalize_check = Check(", "must be named check_normalize"),
         ("check_normalize = Check(", "check_normalize = other = Check(", "assign a Check to one"),
     ],

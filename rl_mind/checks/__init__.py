@@ -14,9 +14,14 @@ One module per practical (:mod:`rl_mind.checks.dqn`, ``.reinforce``, ``.a2c``, `
 defines their checks; the shared engine (:mod:`rl_mind.checks.engine`, with the inputs of
 :mod:`rl_mind.checks.inputs`) runs them. The cases' expected outputs are data stored
 beside each module (``dqn.pt``), produced from the reference solutions of the practical
-sources: ``python -m rl_mind.checks notebooks/src/*.py`` regenerates them. A teacher who
-adds a practical adds a module here that defines ``SPECS`` (it is found by
-:func:`practical_modules`) and its data file.
+sources: ``python -m rl_mind.checks notebooks/src/*.py`` regenerates them. A practical of
+the package has its module here, which defines ``SPECS`` (found by
+:func:`practical_modules`), and its data file.
+
+A teacher who adds a function to a practical declares its check in the practical source
+instead, with :class:`Check` (:mod:`rl_mind.checks.teacher`): its cases are computed from
+the reference solution when ``rl-mind practical`` generates the notebooks, and travel in
+the notebook, so that no file of the package is needed.
 
 What the reader must not get wrong: a check never swallows the student's exceptions (a
 ``NotImplementedError`` from an unfilled gap, a shape error) — they propagate with their

@@ -994,20 +994,14 @@ print(json.dumps(results))
 """
 
 
-def test_a_teacher_declares_a_check_in_the_source_and_the_student_notebook_runs_it(
-    tmp_path: Path,
-) -> None:
-    import json
-    import shutil
-    import subprocess
-
+def _student_notebook(tmp_path: Path) -> Path:
+    """The student notebook of TEACHER_SOURCE, written into ``tmp_path``."""
     import nbformat
 
     from rl_mind.practicals import render_notebooks
 
     notebooks = render_notebooks(TEACHER_SOURCE, name="toy")
-    student = nbformat.reads(notebooks.student, 4)
-    code = [cell.source for cell in student.cells if cell.cell_type == "code"]
+    code = [c.source for c in nbformat.reads(notebooks.student, 4).cells if c.cell_type == "code"]
     # the reference is not in the student notebook; the cases are, after the declaration
     assert "advantages.std() + 1e-8" not in notebooks.student
     assert code[1].startswith("# the check of normalize, declared in the practical\n")
@@ -1015,29 +1009,80 @@ def test_a_teacher_declares_a_check_in_the_source_and_the_student_notebook_runs_
     assert code[3] == "check_normalize(normalize)"
     path = tmp_path / "toy.ipynb"
     path.write_text(notebooks.student)
+    return path
 
+
+def _run_the_student_notebook(python: str, path: Path, pythonpath: str) -> Path:
+    """Run the check cell of the notebook ``path`` on every TEACHER_ANSWERS with ``python``
+    (``pythonpath`` first on its path), check what the student reads; returns the folder of
+    the ``rl_mind`` package it ran."""
+    import json
+    import os
+    import subprocess
+
+    answers = [(name, answer) for name, answer, _ in TEACHER_ANSWERS]
+    done = subprocess.run(
+        [python, "-c", RUN_THE_STUDENT_NOTEBOOK, str(path), json.dumps(answers)],
+        env={**os.environ, "PYTHONPATH": pythonpath},
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout.strip().split("\n")[-1])
+    assert results["right"] == "passed" and "✓ normalize passes all 2 cases" in done.stdout
+    for name, _, phrase in TEACHER_ANSWERS[1:]:
+        assert results[name].startswith("normalize: case "), results[name]
+        assert phrase in results[name], results[name]
+    return Path(results["package"]).parent
+
+
+def test_a_teacher_declares_a_check_in_the_source_and_the_student_notebook_runs_it(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    path = _student_notebook(tmp_path)
     # the package without any file of case data: the notebook carries its cases
     package = tmp_path / "installed" / "rl_mind"
     root = Path(checks.__file__).parent.parent
     shutil.copytree(root, package, ignore=shutil.ignore_patterns("*.pt", "__pycache__"))
     assert not list(package.rglob("*.pt"))
-    answers = [(name, answer) for name, answer, _ in TEACHER_ANSWERS]
-    done = subprocess.run(
-        [sys.executable, "-c", RUN_THE_STUDENT_NOTEBOOK, str(path), json.dumps(answers)],
-        env={**__import__("os").environ, "PYTHONPATH": str(package.parent)},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().split("\n")
-    results = json.loads(lines[-1])
-    assert Path(results.pop("package")).parent == package
-    assert results["right"] == "passed" and "✓ normalize passes all 2 cases" in done.stdout
-    for name, _, phrase in TEACHER_ANSWERS[1:]:
-        assert results[name].startswith("normalize: case "), results[name]
-        assert phrase in results[name], results[name]
+    assert _run_the_student_notebook(sys.executable, path, str(package.parent)) == package
+
+
+@pytest.mark.slow
+def test_a_teacher_declared_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
+    import subprocess
+    import venv
+
+    pytest.importorskip("setuptools")  # (the build backend, for a build without a network)
+    root = Path(__file__).parent.parent
+    path = _student_notebook(tmp_path)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path / "dist")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("rl_mind-*.whl")
+    venv.create(tmp_path / "venv", system_site_packages=True, with_pip=True)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed",
+         str(wheel)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    site = subprocess.run(
+        [python, "-c", "import rl_mind, pathlib; print(pathlib.Path(rl_mind.__file__).parent)"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={"PATH": "/usr/bin"},
+    ).stdout.strip()  # fmt: skip
+    for data in Path(site, "checks").glob("*.pt"):  # (none of them is needed)
+        data.unlink()
+    package = _run_the_student_notebook(python, path, "")
+    assert package == Path(site) and (tmp_path / "venv") in package.parents
 
 
 def test_a_declared_check_gets_its_points_in_the_nbgrader_assignment() -> None:

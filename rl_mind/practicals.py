@@ -343,8 +343,7 @@ _TO_WRITE = "# To write: "
 
 def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
     """A solution cell for nbgrader, and the function of its first region: what to write
-    is also written in a comment above the marker, which nbgrader's own stub keeps (it
-    drops the marker's line)."""
+    moves from the marker to a comment above it, which nbgrader's own stub keeps."""
     lines = source.split("\n")
     out: list[str] = []
     function = None
@@ -354,7 +353,7 @@ def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
             indent, description = _marker_parts(line)
             what, _message = _stub_message(lines, i, description)
             function = function or _enclosing_function(lines, i)
-            out += [f"{indent}{_TO_WRITE}{what}", line]
+            out += [f"{indent}{_TO_WRITE}{what}", f"{indent}{BEGIN_SOLUTION}"]
         else:
             out.append(line)
     return "\n".join(out), function
@@ -362,19 +361,25 @@ def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
 
 def _nbgrader_student_source(source: str) -> str:
     """The released version of a solution cell of :func:`render_nbgrader`: the stubs of
-    the student notebook (:func:`student_source`), without the comments that repeat what
-    to write for nbgrader's own stub."""
+    the student notebook (:func:`student_source`), what to write moved back from its
+    comment to the marker."""
     lines = source.split("\n")
-    kept = [
-        line
-        for i, line in enumerate(lines)
-        if not (
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        above = lines[i - 1].strip() if i > 0 else ""
+        if (
             line.strip().startswith(_TO_WRITE)
-            and i + 1 < len(lines)
+            and lines[i + 1 : i + 2]
             and lines[i + 1].strip().startswith(BEGIN_SOLUTION)
-        )
-    ]
-    return student_source("\n".join(kept))
+        ):
+            continue
+        if line.strip().startswith(BEGIN_SOLUTION) and above.startswith(_TO_WRITE):
+            indent, description = _marker_parts(line)
+            what = description or above[len(_TO_WRITE) :]
+            out.append(f"{indent}{BEGIN_SOLUTION} {what}")
+        else:
+            out.append(line)
+    return student_source("\n".join(out))
 
 
 def nbgrader_preprocessors() -> list[Any]:

@@ -115,3 +115,23 @@ def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_les
     ]
     assert [o.ename for o in errors] == ["CheckFailure"]
     assert "gather gives [N, 1] and td_target is [N]" in errors[0].evalue
+
+
+def test_the_released_stubs_are_the_student_notebooks_for_every_practical() -> None:
+    from nbgrader.preprocessors import ClearSolutions
+
+    from rl_mind.practicals import nbgrader_preprocessors, render_nbgrader, render_notebooks
+
+    (clear,) = [step for step in nbgrader_preprocessors() if issubclass(step, ClearSolutions)]
+    assert clear is not ClearSolutions
+    for source in sorted((ROOT / "notebooks" / "src").glob("*.py")):
+        text = source.read_text()
+        assignment = nbformat.reads(render_nbgrader(text, name=source.stem), 4)
+        student = nbformat.reads(render_notebooks(text, name=source.stem).student, 4)
+        released, _ = clear().preprocess(assignment, {})
+        solution_cells = [
+            i for i, cell in enumerate(released.cells) if cell.metadata.nbgrader.solution
+        ]
+        assert solution_cells, source.stem
+        for i in solution_cells:
+            assert released.cells[i].source == student.cells[i].source, (source.stem, i)

@@ -1121,6 +1121,8 @@ def test_a_declared_check_without_its_cases_says_where_they_come_from() -> None:
         check.load(encoded[:-8] + "########")
     with pytest.raises(ValueError, match="1 stored cases for 2 declared"):
         checks.Check("double", [*check.cases, *check.cases]).load(encoded)
+    with pytest.raises(ValueError, match=r"grad_inputs \['y'\] are not arguments of the"):
+        checks.Check("double", check.cases, grad_inputs=("y",)).generate(lambda x: 2 * x)
 
 
 @pytest.mark.parametrize(

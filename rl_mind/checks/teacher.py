@@ -163,6 +163,12 @@ class Check:
         """Compute the cases from the ``reference`` solution, keep them, and return them
         encoded (what :meth:`load` takes)."""
         args = tuple(self._inputs(0, torch.Generator().manual_seed(0)))
+        unknown = [name for name in self.grad_inputs if name not in args]
+        if unknown:
+            raise ValueError(
+                f"Check({self.function!r}): grad_inputs {unknown} are not arguments of the "
+                f"cases, which give {args}"
+            )
         spec = self.spec(args)
         cases = expected_data([spec], {self.function: reference})[self.function]
         for case, stored in zip(self.cases, cases):

@@ -17,7 +17,9 @@ practical's module (``dqn.pt``) and produced by running the reference solutions 
 practical source (:mod:`rl_mind.checks.references`); nothing here computes the right
 answer. When a result is wrong, a spec's :class:`Probe` may call the function again on
 changed inputs to name a mistake the values alone do not show (a loss that does not move
-when the targets are shuffled compares every Q-value with every target).
+when the targets are shuffled compares every Q-value with every target), and a
+:class:`Mistake` (a known wrong answer, in a check a teacher declares) names the mistake
+whose result the student's equals.
 
 What the reader must not get wrong: a check never swallows the student's exceptions (a
 ``NotImplementedError`` from an unfilled gap, a shape error) — they propagate with their

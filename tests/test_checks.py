@@ -1150,6 +1150,14 @@ def test_a_check_declared_wrongly_is_refused_with_what_to_write(
         checks.Check(given.pop("function"), given.pop("cases"), **given)
 
 
+def test_a_declaration_that_needs_the_rest_of_the_practical_is_an_error_saying_so() -> None:
+    from rl_mind.practicals import render_notebooks
+
+    text = TEACHER_SOURCE.replace("    points=2,\n", "    points=config.points,\n")
+    with pytest.raises(ValueError, match=r"toy: .*the rest of the practical does not run.*"):
+        render_notebooks(text, name="toy")
+
+
 @pytest.mark.parametrize(
     ("old", "new", "match"),
     [

@@ -281,9 +281,9 @@ def declared_checks(text: str, where: str = "<source>") -> dict[str, tuple[Check
     Check(...)`` statements), with their cases computed from the reference solutions:
     variable name -> (the :class:`Check`, its cases encoded for :meth:`Check.load`).
 
-    Only the source's top-level imports, function definitions and check declarations run
-    (in the source's order), so that a case may use what the source imports and defines;
-    the rest of the practical (the training) does not run.
+    Only the source's top-level imports, function and class definitions and check
+    declarations run (in the source's order), so that a case may use what the source
+    imports and defines; the rest of the practical (the training) does not run.
     """
     tree = ast.parse(text, filename=where)
     declarations = [node for node in tree.body if _is_check(node)]
@@ -292,10 +292,18 @@ def declared_checks(text: str, where: str = "<source>") -> dict[str, tuple[Check
     runnable = [
         node
         for node in tree.body
-        if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef) or _is_check(node)
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef)
+        or _is_check(node)
     ]
     namespace: dict[str, Any] = {}
-    exec(compile(ast.Module(body=runnable, type_ignores=[]), where, "exec"), namespace)
+    try:
+        exec(compile(ast.Module(body=runnable, type_ignores=[]), where, "exec"), namespace)
+    except Exception as error:
+        raise ValueError(
+            f"{where}: its checks are declared from its imports, functions, classes and check "
+            f"declarations alone (the rest of the practical does not run), and these failed: "
+            f"{type(error).__name__}: {error}"
+        ) from error
     checks: dict[str, tuple[Check, str]] = {}
     for node in declarations:
         node = cast(ast.Assign, node)  # (_is_check)

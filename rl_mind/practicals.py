@@ -22,9 +22,15 @@ notebook uses and checks, before any other import, that an older release is not 
 installed (:func:`install_check`, written by the generator: a source has none of its own). With ``--nbgrader COURSE_DIR`` the command writes instead an **nbgrader source
 assignment** (``COURSE_DIR/source/<name>/<name>.ipynb``): the cells holding a solution
 region are solution cells, the check cells (``check_xxx(xxx)``) autograded test cells worth
-one point per function checked, or ``points`` set in the source's cell header (``# %%
-points=2``), and every other cell is locked. The teacher then runs ``nbgrader
-generate_assignment`` and ``nbgrader autograde`` as they are.
+one point per function checked (a check declared in the source, its ``points``), or
+``points`` set in the source's cell header (``# %% points=2``), and every other cell is
+locked. The teacher then runs ``nbgrader generate_assignment`` and ``nbgrader autograde``
+as they are; with :func:`nbgrader_preprocessors` in the course's configuration, the
+released stubs say what to write, as the student notebook's do.
+
+A check the source declares (``check_f = Check("f", ...)``, see
+:mod:`rl_mind.checks.teacher`) gets its cases, computed from the reference solution, written
+into its cell, in every notebook generated.
 
 Generated notebooks carry no outputs, fixed cell ids and no jupytext metadata, so that
 they are byte-for-byte reproducible and can be committed; ``rl-mind practical --check``
@@ -63,6 +69,7 @@ __all__ = [
     "install_check",
     "install_line",
     "main",
+    "nbgrader_preprocessors",
     "reference_notebook",
     "render_nbgrader",
     "render_notebooks",
@@ -285,9 +292,26 @@ def _check_calls(source: str) -> list[str] | None:
 
 def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
     """The source as a normalized notebook with the install line first, and the points of
-    each check cell by cell index (``points`` in the cell's header, else one per function
-    checked)."""
+    each check cell by cell index (``points`` in the cell's header, else each checked
+    function's: a declared check's ``points``, one for the package's checks).
+
+    A check declared in the source (``check_f = Check("f", ...)``) gets its cases, computed
+    from the reference solution, written into its cell after the declaration."""
+    from rl_mind.checks.teacher import declared_checks, declared_names, load_code
+
     notebook = _normalized(_read_percent(text), name)
+    declared = declared_checks(text, where=name)
+    loaded: set[str] = set()
+    for cell in notebook.cells:
+        names = declared_names(cell.source) if cell.cell_type == "code" else []
+        for check_name in [n for n in names if n in declared]:
+            cell.source += "\n" + load_code(check_name, declared[check_name][1])
+            loaded.add(check_name)
+    if set(declared) != loaded:
+        raise ValueError(
+            f"{name}: declare each check at the top level of a code cell: "
+            f"{sorted(set(declared) - loaded)}"
+        )
     points: dict[int, float] = {}
     for i, cell in enumerate(notebook.cells):
         given = cell.metadata.pop("points", None)
@@ -307,7 +331,14 @@ def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
         ):
             raise ValueError(f"{name}, cell {i}: points must be a positive number, got {given!r}")
         if checked is not None:
-            points[i] = float(given) if given is not None else float(len(checked))
+            points[i] = (
+                float(given)
+                if given is not None
+                else sum(
+                    declared[f"check_{f}"][0].points if f"check_{f}" in declared else 1.0
+                    for f in checked
+                )
+            )
     first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
     if first_code is None:
         raise ValueError(f"{name}: no code cell")
@@ -343,9 +374,12 @@ def render_notebooks(text: str, *, name: str = "practical") -> PracticalNotebook
     )
 
 
+_TO_WRITE = "# To write: "
+
+
 def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
     """A solution cell for nbgrader, and the function of its first region: what to write
-    moves from the marker to a comment above it, which nbgrader's stub keeps."""
+    moves from the marker to a comment above it, which nbgrader's own stub keeps."""
     lines = source.split("\n")
     out: list[str] = []
     function = None
@@ -355,10 +389,65 @@ def _nbgrader_solution_source(source: str) -> tuple[str, str | None]:
             indent, description = _marker_parts(line)
             what, _message = _stub_message(lines, i, description)
             function = function or _enclosing_function(lines, i)
-            out += [f"{indent}# To write: {what}", f"{indent}{BEGIN_SOLUTION}"]
+            out += [f"{indent}{_TO_WRITE}{what}", f"{indent}{BEGIN_SOLUTION}"]
         else:
             out.append(line)
     return "\n".join(out), function
+
+
+def _nbgrader_student_source(source: str) -> str:
+    """The released version of a solution cell of :func:`render_nbgrader`: the stubs of
+    the student notebook (:func:`student_source`), what to write moved back from its
+    comment to the marker."""
+    lines = source.split("\n")
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        above = lines[i - 1].strip() if i > 0 else ""
+        if (
+            line.strip().startswith(_TO_WRITE)
+            and lines[i + 1 : i + 2]
+            and lines[i + 1].strip().startswith(BEGIN_SOLUTION)
+        ):
+            continue
+        if line.strip().startswith(BEGIN_SOLUTION) and above.startswith(_TO_WRITE):
+            indent, description = _marker_parts(line)
+            what = description or above[len(_TO_WRITE) :]
+            out.append(f"{indent}{BEGIN_SOLUTION} {what}")
+        else:
+            out.append(line)
+    return student_source("\n".join(out))
+
+
+def nbgrader_preprocessors() -> list[Any]:
+    """The preprocessors of ``nbgrader generate_assignment`` with the stubs of the student
+    notebook: each solution region becomes the ``NotImplementedError`` that says what to
+    write, as in the notebook of ``rl-mind practical``, instead of nbgrader's bare
+    ``raise NotImplementedError()``. In the course's ``nbgrader_config.py``::
+
+        from rl_mind.practicals import nbgrader_preprocessors
+        c.GenerateAssignment.preprocessors = nbgrader_preprocessors()
+
+    (nbgrader's stub is one text for every region, so that it cannot say what each one
+    asks; the other preprocessors are nbgrader's own, in its order.)
+    """
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import ClearSolutions
+
+    class ClearSolutionsWithMessages(ClearSolutions):  # type: ignore[misc]
+        """nbgrader's ClearSolutions, writing rl-mind's stubs in Python code cells."""
+
+        def _replace_solution_region(self, cell: Any, language: str) -> bool:
+            if (
+                cell.cell_type != "code"
+                or language != "python"
+                or BEGIN_SOLUTION not in cell.source
+            ):
+                return bool(super()._replace_solution_region(cell, language))
+            cell.source = _nbgrader_student_source(cell.source)
+            return True
+
+    default = GenerateAssignment.class_traits()["preprocessors"].default()
+    return [ClearSolutionsWithMessages if step is ClearSolutions else step for step in default]
 
 
 def render_nbgrader(text: str, *, name: str = "practical") -> str:
@@ -618,7 +707,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"next, in {args.nbgrader}: `nbgrader generate_assignment NAME` for each of "
                 f"{names}, and once the submissions are in, "
                 f"`RL_MIND_FAST_TEST=1 nbgrader autograde NAME` (the training cells then run "
-                f"at the fast-test budgets)"
+                f"at the fast-test budgets). So that the released stubs say what to write, "
+                f"nbgrader_config.py sets `c.GenerateAssignment.preprocessors = "
+                f"nbgrader_preprocessors()` (from rl_mind.practicals)"
             )
             return 0
         for source in args.sources:

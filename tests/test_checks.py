@@ -648,23 +648,83 @@ def sac_target_without_alpha(actor, q1, q2, batch, alpha, gamma):
         return batch.reward + gamma * _not_terminal(batch) * (next_q - action.log_prob)
 
 
+def _gae_from_deltas(delta, terminated, truncated, gamma, gae_lambda):
+    not_done = (~(terminated | truncated)).float()
+    advantages, running = torch.zeros_like(delta), torch.zeros_like(delta[0])
+    for t in reversed(range(len(delta))):
+        running = delta[t] + gamma * gae_lambda * not_done[t] * running
+        advantages[t] = running
+    return advantages
+
+
+def gae_without_gamma_in_the_td_error(
+    reward, value, next_value, terminated, truncated, gamma, gae_lambda
+):
+    with torch.no_grad():
+        delta = reward + (~terminated).float() * next_value - value
+        return _gae_from_deltas(delta, terminated, truncated, gamma, gae_lambda)
+
+
+def gae_without_the_value_of_the_state(
+    reward, value, next_value, terminated, truncated, gamma, gae_lambda
+):
+    with torch.no_grad():
+        delta = reward + gamma * (~terminated).float() * next_value
+        return _gae_from_deltas(delta, terminated, truncated, gamma, gae_lambda)
+
+
+def gae_returns_advantages_plus_values(
+    reward, value, next_value, terminated, truncated, gamma, gae_lambda
+):
+    with torch.no_grad():
+        delta = reward + gamma * (~terminated).float() * next_value - value
+        return _gae_from_deltas(delta, terminated, truncated, gamma, gae_lambda) + value
+
+
+def ppo_without_the_advantages(new_log_prob, old_log_prob, advantages, clip_coef):
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    return -torch.min(ratio, ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+
+
+def ppo_clipped_objective_alone(new_log_prob, old_log_prob, advantages, clip_coef):
+    ratio = torch.exp(new_log_prob - old_log_prob)
+    return -(ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages).mean()
+
+
+def a2c_losses_swapped(log_prob, values, returns):
+    policy_loss, value_loss = a2c_reference_losses(log_prob, values, returns)
+    return value_loss, policy_loss
+
+
+def a2c_reference_losses(log_prob, values, returns):
+    advantages = (returns - values).detach()
+    return -(log_prob * advantages).mean(), F.mse_loss(values, returns)
+
+
 NEWLY_NAMED: list[tuple[str, Callable[..., Any], str]] = [
     ("dqn_loss", dqn_loss_broadcast, "broadcast to [N, N]; .squeeze(1) the gathered Q-values"),
     ("dqn_loss", dqn_loss_broadcast_by_hand, "gather gives [N, 1] and td_target is [N]"),
     ("dqn_td_target", dqn_td_target_keepdim, "a [8, 1] tensor combined with a [8] one broadcasts"),
     ("dqn_td_target", dqn_td_target_overwrites_the_batch, "batch.reward was changed in place"),
-    (
-        "gae",
-        gae_value_of_the_next_row,
-        "from next_value[t], the value of the true successor next_obs[t]. value[t + 1] is "
-        "another episode's first state after an episode end, and does not exist at the last step",
-    ),
+    ("gae", gae_value_of_the_next_row, "the TD errors bootstrap from the next row's value"),
+    ("gae", gae_without_gamma_in_the_td_error, "the TD errors do not depend on gamma"),
+    ("gae", gae_without_the_value_of_the_state, "subtracts the value of the state it starts"),
+    ("gae", gae_returns_advantages_plus_values, "these are returns, not advantages"),
     ("gae", gae_overwrites_the_rewards, "reward was changed in place"),
     ("gae", gae_overwrites_the_values, "value was changed in place"),
     ("nstep_returns", nstep_overwrites_the_rewards, "reward was changed in place"),
     ("ppo_policy_loss", ppo_clip_ratio_times_advantage, "clip the probability ratio alone"),
     ("ppo_policy_loss", ppo_clip_advantage, "clip the probability ratio alone"),
     ("ppo_policy_loss", ppo_normalizes_the_advantages, "do not normalize the advantages"),
+    ("ppo_policy_loss", ppo_without_the_advantages, "does not change when the advantages change"),
+    (
+        "ppo_policy_loss",
+        ppo_max,
+        "the minimum of the clipped and unclipped objectives, not the max",
+    ),
+    ("ppo_policy_loss", ppo_clipped_objective_alone, "per sample, the minimum of the clipped"),
+    ("a2c_loss", a2c_losses_swapped, "right but in the wrong order"),
+    ("a2c_loss", a2c_no_baseline, "the baseline is missing"),
     ("sac_actor_loss", sac_actor_without_alpha, "the loss does not change with alpha"),
     ("sac_target", sac_target_without_alpha, "the target does not change with alpha"),
 ]
@@ -1005,6 +1065,27 @@ def test_a_mistake_the_values_alone_do_not_show_is_named_without_the_cases_hint(
     assert not passed and phrase in out and "Hint:" not in out, out
 
 
+def _messages(spec: Any) -> list[str]:
+    """Every text a check may show: the cases' hints, the probes' and the spec's messages."""
+    return [
+        *(case.hint for case in spec.cases),
+        *(probe.message for probe in spec.probes),
+        *spec.no_grad_messages.values(),
+        *spec.grad_messages.values(),
+        *spec.wrong_grad_messages.values(),
+        *spec.changed_messages.values(),
+        spec.sign_message,
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(checks.SPECS))
+def test_no_message_gives_the_code_of_the_answer(name: str) -> None:
+    # the mistake is named, the code to write is not (the clip call, the successor's index)
+    for message in _messages(checks.SPECS[name]):
+        for code in ("torch.clamp", ".clamp(", "next_value[t]", "value[t + 1]", "F.mse_loss("):
+            assert code not in message, (name, message)
+
+
 def test_an_input_changed_in_place_is_named_even_when_the_result_is_right(
     reference: dict[str, Any],
 ) -> None:
@@ -1066,3 +1147,302 @@ def test_a_teacher_adds_a_practical_with_one_check_module(
             toy.check_double(lambda x: 3 * x)
     finally:
         sys.modules.pop("rl_mind.checks.toy", None)
+
+
+# ----------------------------------------------------------------------------- a teacher's check
+TEACHER_SOURCE = """# %%
+import torch
+
+from rl_mind.checks import Case, Check, Probe
+
+
+def spread(g, n, scale):
+    return torch.randn(n, generator=g) * scale + 1.0
+
+
+# %%
+# the check of normalize, declared in the practical
+check_normalize = Check(
+    "normalize",
+    cases=[
+        Case("a batch of advantages", "subtract the mean, then divide by the standard deviation",
+             lambda g: {"advantages": spread(g, 8, 3.0)}),
+        Case("a larger batch", "every sample is normalized with the same mean and deviation",
+             lambda g: {"advantages": spread(g, 32, 0.5)}),
+    ],
+    probes={
+        "the mean is not subtracted": lambda advantages: advantages / advantages.std(),
+        "the result changes when every advantage is doubled: divide by their standard "
+        "deviation": Probe(
+            lambda inputs: {"advantages": 2.0 * inputs["advantages"]},
+            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),
+        ),
+    },
+    points=2,
+)
+
+
+# %%
+def normalize(advantages):
+    ### BEGIN SOLUTION the advantages with mean 0 and standard deviation 1
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    ### END SOLUTION
+
+
+# %%
+check_normalize(normalize)
+"""
+
+# (answer name, its code, what the student must read)
+TEACHER_ANSWERS = [
+    ("right", "(a - a.mean()) / (a.std() + 1e-8)", "✓ normalize passes all 2 cases"),
+    (
+        "no mean",
+        "a / a.std()",
+        "case 1/2 (a batch of advantages) fails: the mean is not subtracted",
+    ),
+    ("not divided", "a - a.mean()", "fails: the result changes when every advantage is doubled"),
+    ("too wide", "1.1 * (a - a.mean()) / a.std()", "Hint: subtract the mean, then divide by"),
+    ("a shape", "(a - a.mean()).unsqueeze(1)", "expected shape [8], got [8, 1]"),
+]
+
+RUN_THE_STUDENT_NOTEBOOK = """
+import json, sys
+import nbformat
+import rl_mind
+
+notebook = nbformat.read(sys.argv[1], as_version=4)
+imports, declaration, _gap, check = [c.source for c in notebook.cells if c.cell_type == "code"]
+namespace = {}
+exec(imports, namespace)
+exec(declaration, namespace)
+results = {"package": rl_mind.__file__}
+for name, code in json.loads(sys.argv[2]):
+    exec(f"def normalize(a):\\n    return {code}", namespace)
+    try:
+        exec(check, namespace)
+        results[name] = "passed"
+    except AssertionError as failure:
+        results[name] = str(failure)
+print(json.dumps(results))
+"""
+
+
+def _student_notebook(tmp_path: Path) -> Path:
+    """The student notebook of TEACHER_SOURCE, written into ``tmp_path``."""
+    import nbformat
+
+    from rl_mind.practicals import render_notebooks
+
+    notebooks = render_notebooks(TEACHER_SOURCE, name="toy")
+    code = [c.source for c in nbformat.reads(notebooks.student, 4).cells if c.cell_type == "code"]
+    # the reference is not in the student notebook; the cases are, after the declaration
+    assert "advantages.std() + 1e-8" not in notebooks.student
+    assert code[1].startswith("# the check of normalize, declared in the practical\n")
+    assert "\ncheck_normalize.load(  # its cases, computed from the reference" in code[1]
+    assert code[3] == "check_normalize(normalize)"
+    path = tmp_path / "toy.ipynb"
+    path.write_text(notebooks.student)
+    return path
+
+
+def _run_the_student_notebook(python: str, path: Path, pythonpath: str) -> Path:
+    """Run the check cell of the notebook ``path`` on every TEACHER_ANSWERS with ``python``
+    (``pythonpath`` first on its path), check what the student reads; returns the folder of
+    the ``rl_mind`` package it ran."""
+    import json
+    import os
+    import subprocess
+
+    answers = [(name, answer) for name, answer, _ in TEACHER_ANSWERS]
+    done = subprocess.run(
+        [python, "-c", RUN_THE_STUDENT_NOTEBOOK, str(path), json.dumps(answers)],
+        env={**os.environ, "PYTHONPATH": pythonpath},
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout.strip().split("\n")[-1])
+    assert results["right"] == "passed" and "✓ normalize passes all 2 cases" in done.stdout
+    for name, _, phrase in TEACHER_ANSWERS[1:]:
+        assert results[name].startswith("normalize: case "), results[name]
+        assert phrase in results[name], results[name]
+    return Path(results["package"]).parent
+
+
+def test_a_teacher_declares_a_check_in_the_source_and_the_student_notebook_runs_it(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    path = _student_notebook(tmp_path)
+    # the package without any file of case data: the notebook carries its cases
+    package = tmp_path / "installed" / "rl_mind"
+    root = Path(checks.__file__).parent.parent
+    shutil.copytree(root, package, ignore=shutil.ignore_patterns("*.pt", "__pycache__"))
+    assert not list(package.rglob("*.pt"))
+    assert _run_the_student_notebook(sys.executable, path, str(package.parent)) == package
+
+
+@pytest.mark.slow
+def test_a_teacher_declared_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
+    import subprocess
+    import venv
+
+    pytest.importorskip("setuptools")  # (the build backend, for a build without a network)
+    root = Path(__file__).parent.parent
+    path = _student_notebook(tmp_path)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path / "dist")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("rl_mind-*.whl")
+    venv.create(tmp_path / "venv", system_site_packages=True, with_pip=True)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed",
+         str(wheel)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    site = subprocess.run(
+        [python, "-c", "import rl_mind, pathlib; print(pathlib.Path(rl_mind.__file__).parent)"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={"PATH": "/usr/bin"},
+    ).stdout.strip()  # fmt: skip
+    for data in Path(site, "checks").glob("*.pt"):  # (none of them is needed)
+        data.unlink()
+    package = _run_the_student_notebook(python, path, "")
+    assert package == Path(site) and (tmp_path / "venv") in package.parents
+
+
+def test_a_declared_check_gets_its_points_in_the_nbgrader_assignment() -> None:
+    import nbformat
+
+    from rl_mind.practicals import render_nbgrader
+
+    notebook = nbformat.reads(render_nbgrader(TEACHER_SOURCE, name="toy"), 4)
+    graded = {
+        cell.metadata.nbgrader.grade_id: cell.metadata.nbgrader.get("points")
+        for cell in notebook.cells
+        if cell.metadata.nbgrader.grade
+    }
+    assert graded == {"check_normalize": 2.0}
+
+
+def test_the_declared_cases_are_the_same_each_time_and_follow_the_reference() -> None:
+    from rl_mind.checks.teacher import declared_checks
+
+    (first,) = declared_checks(TEACHER_SOURCE).values()
+    (again,) = declared_checks(TEACHER_SOURCE).values()
+    assert first[1] == again[1]
+    (other,) = declared_checks(TEACHER_SOURCE.replace("+ 1e-8", "+ 1.0")).values()
+    assert other[1] != first[1]
+
+
+def test_a_declared_check_without_its_cases_says_where_they_come_from() -> None:
+    check = checks.Check(
+        "double", [checks.Case("a vector", "twice", lambda g: {"x": torch.randn(3, generator=g)})]
+    )
+    with pytest.raises(RuntimeError, match="check_double has no cases yet: `rl-mind practical`"):
+        check(lambda x: 2 * x)
+    encoded = check.generate(lambda x: 2 * x)
+    check(lambda x: x + x)
+    with pytest.raises(ValueError, match="not readable"):
+        check.load(encoded[:-8] + "########")
+    with pytest.raises(ValueError, match="1 stored cases for 2 declared"):
+        checks.Check("double", [*check.cases, *check.cases]).load(encoded)
+    with pytest.raises(ValueError, match=r"grad_inputs \['y'\] are not arguments of the"):
+        checks.Check("double", check.cases, grad_inputs=("y",)).generate(lambda x: 2 * x)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        ({"function": "not a name"}, TypeError, "the gap function's name"),
+        ({"cases": []}, TypeError, "non-empty list of Case"),
+        ({"cases": [checks.Case("a", "b")]}, TypeError, "has no inputs"),
+        ({"kind": "scalar"}, ValueError, "kind must be one of"),
+        ({"kind": "losses"}, ValueError, "kind='losses' names two or more outputs"),
+        ({"points": 0}, ValueError, "points must be a positive number, got 0"),
+        ({"probes": {"": lambda x: x}}, TypeError, "a probe is named by its message"),
+        ({"probes": {"a mistake": 3}}, TypeError, "must be a wrong answer"),
+    ],
+)
+def test_a_check_declared_wrongly_is_refused_with_what_to_write(
+    arguments: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    given = {
+        "function": "double",
+        "cases": [checks.Case("a", "b", lambda g: {"x": torch.zeros(2)})],
+        **arguments,
+    }
+    with pytest.raises(error, match=match):
+        checks.Check(given.pop("function"), given.pop("cases"), **given)
+
+
+def test_a_declaration_that_needs_the_rest_of_the_practical_is_an_error_saying_so() -> None:
+    from rl_mind.practicals import render_notebooks
+
+    text = TEACHER_SOURCE.replace("    points=2,\n", "    points=config.points,\n")
+    with pytest.raises(ValueError, match=r"toy: .*the rest of the practical does not run.*"):
+        render_notebooks(text, name="toy")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "match"),
+    [
+        (
+            'check_normalize = Check(\n    "normalize"',
+            'check_normalise = Check(\n    "normalise"',
+            "defines no function normalise",
+        ),
+        ("check_normalize = Check(", "normalize_check = Check(", "must be named check_normalize"),
+        ("check_normalize = Check(", "check_normalize = other = Check(", "assign a Check to one"),
+    ],
+)
+def test_a_declaration_the_generator_cannot_use_is_an_error_naming_its_line(
+    old: str, new: str, match: str
+) -> None:
+    from rl_mind.practicals import render_notebooks
+
+    assert old in TEACHER_SOURCE
+    with pytest.raises(ValueError, match=rf"toy, line 13: .*{match}"):
+        render_notebooks(TEACHER_SOURCE.replace(old, new), name="toy")
+
+
+# the shipped practical whose check is declared in its source: REINFORCE's baseline loss
+def _declared_in_the_notebook(name: str, function: str) -> Any:
+    import nbformat
+
+    path = Path(__file__).parent.parent / "notebooks" / f"{name}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    (cell,) = [c.source for c in notebook.cells if f"check_{function} = Check(" in c.source]
+    namespace: dict[str, Any] = {}
+    exec("import torch\nfrom rl_mind.checks import Case, Check, Probe\n" + cell, namespace)
+    return namespace[f"check_{function}"]
+
+
+BASELINE_LOSS_ANSWERS: list[tuple[Callable[..., Any], str]] = [
+    (lambda values, returns: ((values - returns) ** 2).sum(), "10 times too large"),
+    (lambda values, returns: (values - returns).abs().mean(), "grow four times"),
+    (lambda values, returns: (values - returns).mean() ** 2, "shuffled"),
+    (lambda values, returns: F.mse_loss(values.detach(), returns), "no gradient reaches values"),
+    (lambda values, returns: 0.5 * F.mse_loss(values, returns), "factor 0.5"),
+]
+
+
+def test_the_reinforce_practical_declares_its_baseline_loss_check(
+    reference: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    check = _declared_in_the_notebook("reinforce", "baseline_loss")
+    assert "baseline_loss" not in checks.SPECS  # (not a check of the package)
+    check(lambda values, returns: F.mse_loss(values, returns))
+    assert capsys.readouterr().out == "✓ baseline_loss passes its case\n"
+    for wrong, phrase in BASELINE_LOSS_ANSWERS:
+        with pytest.raises(CheckFailure, match="baseline_loss: case 1/1") as info:
+            check(wrong)
+        assert phrase in str(info.value), str(info.value)

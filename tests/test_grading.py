@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from rl_mind.practicals import main
+from rl_mind.practicals import main, render_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "notebooks" / "src"
@@ -57,7 +57,9 @@ def new_course(tmp_path: Path, name: str) -> Path:
     course = tmp_path / "course"
     assert main([str(SOURCES / f"{name}.py"), "--nbgrader", str(course)]) == 0
     (course / "nbgrader_config.py").write_text(
+        "from rl_mind.practicals import nbgrader_preprocessors\n\n"
         'c = get_config()\nc.CourseDirectory.course_id = "rl-course"\nc.Execute.timeout = 120\n'
+        "c.GenerateAssignment.preprocessors = nbgrader_preprocessors()\n"
     )
     nbgrader(course, "generate_assignment", name)
     return course
@@ -69,7 +71,7 @@ def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_les
 ) -> None:
     course = new_course(tmp_path, "dqn")
 
-    # the students' version has nbgrader's stubs where the solutions were
+    # the students' version has stubs where the solutions were
     source = nbformat.read(course / "source" / "dqn" / "dqn.ipynb", as_version=4)
     solutions = {
         cell.metadata.nbgrader.grade_id: cell.source
@@ -79,8 +81,27 @@ def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_les
     assert sorted(solutions) == ["dqn_loss", "dqn_td_target"]
     released = (course / "release" / "dqn" / "dqn.ipynb").read_text()
     assert "F.mse_loss(q_taken, td_target)" not in released
-    assert "# To write: the mean squared error between Q(s, a) and the targets" in released
-    assert "raise NotImplementedError()" in released
+    assert "raise NotImplementedError()" not in released
+    # the stubs say what to write, as the student notebook's do, line for line
+    release = nbformat.read(course / "release" / "dqn" / "dqn.ipynb", as_version=4)
+    student = nbformat.reads(
+        render_notebooks((SOURCES / "dqn.py").read_text(), name="dqn").student, 4
+    )
+
+    def stubs(notebook: nbformat.NotebookNode) -> list[str]:
+        return [
+            line.strip()
+            for cell in notebook.cells
+            for line in cell.source.split("\n")
+            if "NotImplementedError" in line or "YOUR CODE HERE" in line
+        ]
+
+    assert stubs(release) == stubs(student) and len(stubs(student)) == 4
+    assert any(
+        line.startswith("raise NotImplementedError(")
+        and "dqn_loss(): write the mean squared error between Q(s, a) and the targets" in line
+        for line in stubs(release)
+    )
 
     submit(course, "reference", solutions)
     broadcast = solutions["dqn_loss"].replace(".unsqueeze(1)).squeeze(1)", ".unsqueeze(1))")
@@ -142,8 +163,9 @@ def test_nbgrader_grades_the_maze_practicals(
         if cell.metadata.nbgrader.solution
     }
     assert sorted(solutions) == gaps
+    released = (course / "release" / name / f"{name}.ipynb").read_text()
     assert (
-        "raise NotImplementedError()" in (course / "release" / name / f"{name}.ipynb").read_text()
+        "raise NotImplementedError(" in released and "raise NotImplementedError()" not in released
     )
     submit(course, "reference", solutions, name)
     mistaken = solutions[wrong].replace(*mistake)
@@ -163,3 +185,23 @@ def test_nbgrader_grades_the_maze_practicals(
     ]
     assert [o.ename for o in errors] == ["CheckFailure"]
     assert phrase in errors[0].evalue
+
+
+def test_the_released_stubs_are_the_student_notebooks_for_every_practical() -> None:
+    from nbgrader.preprocessors import ClearSolutions
+
+    from rl_mind.practicals import nbgrader_preprocessors, render_nbgrader, render_notebooks
+
+    (clear,) = [step for step in nbgrader_preprocessors() if issubclass(step, ClearSolutions)]
+    assert clear is not ClearSolutions
+    for source in sorted((ROOT / "notebooks" / "src").glob("*.py")):
+        text = source.read_text()
+        assignment = nbformat.reads(render_nbgrader(text, name=source.stem), 4)
+        student = nbformat.reads(render_notebooks(text, name=source.stem).student, 4)
+        released, _ = clear().preprocess(assignment, {})
+        solution_cells = [
+            i for i, cell in enumerate(released.cells) if cell.metadata.nbgrader.solution
+        ]
+        assert solution_cells, source.stem
+        for i in solution_cells:
+            assert released.cells[i].source == student.cells[i].source, (source.stem, i)

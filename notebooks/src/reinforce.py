@@ -8,8 +8,8 @@
 # $b(s_t) = V_\phi(s_t)$ is a learned estimate of the return. The baseline does not bias
 # the gradient; it reduces its variance.
 #
-# You write two functions: `discounted_returns` and `reinforce_loss`. After each one, run
-# the check cell below it.
+# You write three functions: `discounted_returns`, `reinforce_loss` and `baseline_loss`.
+# After each one, run the check cell below it.
 #
 # Goal: a mean evaluation return of **475** (the maximum is 500) on `CartPole-v1`.
 
@@ -37,6 +37,7 @@ from rl_mind import (
     run_directory,
     setup_tensorboard,
 )
+from rl_mind.checks import Case, Check, Probe
 
 torch.set_num_threads(1)  # small networks: one thread is the fastest
 
@@ -108,8 +109,7 @@ check_discounted_returns(discounted_returns)
 # $$L(\theta) = -\frac{1}{N}\sum_i \log\pi_\theta(a_i|s_i)\,\big(G_i - V_\phi(s_i)\big)$$
 #
 # where the advantage $G_i - V_\phi(s_i)$ is a **constant weight**: the policy loss must not
-# train the baseline (the critic has its own loss,
-# $\frac{1}{N}\sum_i (V_\phi(s_i) - G_i)^2$, written for you below). Inputs `[N]`:
+# train the baseline (the baseline has its own loss, which you write next). Inputs `[N]`:
 # `log_prob` and `values` carry gradients, `returns` does not. Return a scalar.
 
 
@@ -124,6 +124,64 @@ def reinforce_loss(log_prob: Tensor, returns: Tensor, values: Tensor) -> Tensor:
 
 # %%
 check_reinforce_loss(reinforce_loss)
+
+
+# %% [markdown]
+# ## 3. The baseline's loss
+#
+# The baseline $V_\phi$ learns to predict the return: its loss is the mean squared error
+#
+# $$L(\phi) = \frac{1}{N}\sum_i \big(V_\phi(s_i) - G_i\big)^2$$
+#
+# Inputs `[N]`: `values` carries gradients, `returns` does not. Return a scalar.
+#
+# The check of this function is declared in the practical itself, in the next cell: its
+# cases are built from a seed, and their expected results were computed from the reference
+# solution when this notebook was generated.
+
+
+# %%
+# the check of baseline_loss: its cases, what each one tests, and the mistakes it names
+check_baseline_loss = Check(
+    "baseline_loss",
+    cases=[
+        Case(
+            "a batch of values and returns",
+            "the loss is the mean, over the batch, of the squared difference between each "
+            "value and its return",
+            lambda g: {
+                "values": torch.randn(10, generator=g) * 2.0,
+                "returns": torch.randn(10, generator=g) * 3.0 + 1.0,
+            },
+        ),
+    ],
+    kind="loss",
+    grad_inputs=("values",),
+    probes={
+        "the loss does not grow four times when every error doubles: square each error "
+        "(value minus return)": Probe(
+            lambda inputs: {**inputs, "returns": 2.0 * inputs["returns"] - inputs["values"]},
+            lambda loss, doubled: not torch.allclose(doubled, 4.0 * loss, rtol=1e-4),
+        ),
+        "the loss does not change when the returns are shuffled: compare each value with "
+        "its own return, square each error, then average": Probe(
+            lambda inputs: {**inputs, "returns": inputs["returns"].flip(0)},
+            lambda loss, shuffled: torch.allclose(shuffled, loss, rtol=1e-4),
+        ),
+    },
+)
+
+
+# %%
+def baseline_loss(values: Tensor, returns: Tensor) -> Tensor:
+    """The baseline's loss (a scalar): how far ``values`` are from the ``returns``."""
+    ### BEGIN SOLUTION the mean squared error between the values and the returns (a scalar)
+    return F.mse_loss(values, returns)
+    ### END SOLUTION
+
+
+# %%
+check_baseline_loss(baseline_loss)
 
 
 # %% [markdown]
@@ -188,7 +246,7 @@ while collector.steps < config.total_steps:
     nn.utils.clip_grad_norm_(actor.parameters(), config.max_grad_norm)
     actor_optimizer.step()
 
-    value_loss = F.mse_loss(critic(obs).squeeze(-1), returns)
+    value_loss = baseline_loss(critic(obs).squeeze(-1), returns)
     critic_optimizer.zero_grad()
     value_loss.backward()
     critic_optimizer.step()

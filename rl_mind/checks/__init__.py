@@ -14,9 +14,14 @@ One module per practical (:mod:`rl_mind.checks.dp`, ``.tabular``, ``.dqn``,
 defines their checks; the shared engine (:mod:`rl_mind.checks.engine`, with the inputs of
 :mod:`rl_mind.checks.inputs`) runs them. The cases' expected outputs are data stored
 beside each module (``dqn.pt``), produced from the reference solutions of the practical
-sources: ``python -m rl_mind.checks notebooks/src/*.py`` regenerates them. A teacher who
-adds a practical adds a module here that defines ``SPECS`` (it is found by
-:func:`practical_modules`) and its data file.
+sources: ``python -m rl_mind.checks notebooks/src/*.py`` regenerates them. A practical of
+the package has its module here, which defines ``SPECS`` (found by
+:func:`practical_modules`), and its data file.
+
+A teacher who adds a function to a practical declares its check in the practical source
+instead, with :class:`Check` (:mod:`rl_mind.checks.teacher`): its cases are computed from
+the reference solution when ``rl-mind practical`` generates the notebooks, and travel in
+the notebook, so that no file of the package is needed.
 
 What the reader must not get wrong: a check never swallows the student's exceptions (a
 ``NotImplementedError`` from an unfilled gap, a shape error) — they propagate with their
@@ -41,7 +46,7 @@ from rl_mind.checks.dp import (
     check_value_iteration,
 )
 from rl_mind.checks.dqn import check_dqn_loss, check_dqn_td_target
-from rl_mind.checks.engine import CheckFailure, Spec
+from rl_mind.checks.engine import Case, CheckFailure, Probe, Spec
 from rl_mind.checks.ppo import check_gae, check_ppo_policy_loss, check_ppo_value_loss
 from rl_mind.checks.reinforce import check_discounted_returns, check_reinforce_loss
 from rl_mind.checks.sac import check_sac_actor_loss, check_sac_target, check_sac_temperature_loss
@@ -52,11 +57,15 @@ from rl_mind.checks.tabular import (
     check_td_update,
 )
 from rl_mind.checks.td3 import check_td3_actor_loss, check_td3_target, check_update_targets
+from rl_mind.checks.teacher import Check
 
 __all__ = [
     "CHECKS",
-    "CheckFailure",
     "SPECS",
+    "Case",
+    "Check",
+    "CheckFailure",
+    "Probe",
     "check_a2c_loss",
     "check_discounted_returns",
     "check_dqn_loss",
@@ -86,7 +95,7 @@ __all__ = [
     "regenerate",
 ]
 
-_ENGINE = {"engine", "inputs", "references", "__main__"}
+_ENGINE = {"engine", "inputs", "references", "teacher", "__main__"}
 
 
 def practical_modules() -> list[ModuleType]:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rl_mind.checks.engine import TERMINAL, Case, Spec
+from rl_mind.checks.engine import TERMINAL, Case, Probe, Spec, same_result
 from rl_mind.checks.inputs import ROLLOUT_CASES, rand, rollout_inputs
 
 __all__ = ["SPECS", "check_a2c_loss", "check_nstep_returns"]
@@ -83,6 +83,15 @@ A2C_LOSS = Spec(
     DATA,
     outputs=("policy_loss", "value_loss"),
     grad_inputs=("log_prob", "values"),
+    probes=(
+        Probe(
+            lambda stored: {**stored, "values": stored["values"] + 1.0},
+            same_result,
+            "the policy loss does not change when the values change: the baseline is "
+            "missing; weigh each log-probability by its advantage, the return minus value "
+            "(how much better than the critic expected the step turned out)",
+        ),
+    ),
     no_grad_messages={
         ("policy_loss", "values"): "the policy loss sends gradients into the critic (values): "
         "the advantage is a constant weight, detach it",

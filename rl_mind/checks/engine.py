@@ -17,7 +17,9 @@ practical's module (``dqn.pt``) and produced by running the reference solutions 
 practical source (:mod:`rl_mind.checks.references`); nothing here computes the right
 answer. When a result is wrong, a spec's :class:`Probe` may call the function again on
 changed inputs to name a mistake the values alone do not show (a loss that does not move
-when the targets are shuffled compares every Q-value with every target).
+when the targets are shuffled compares every Q-value with every target), and a
+:class:`Mistake` (a known wrong answer, in a check a teacher declares) names the mistake
+whose result the student's equals.
 
 What the reader must not get wrong: a check never swallows the student's exceptions (a
 ``NotImplementedError`` from an unfilled gap, a shape error) — they propagate with their
@@ -27,6 +29,7 @@ check.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -40,7 +43,7 @@ from torch import Tensor, nn
 
 from rl_mind.checks.inputs import changed_parts, materialize
 
-__all__ = ["Case", "CheckFailure", "Probe", "Spec", "same_result"]
+__all__ = ["Case", "CheckFailure", "Mistake", "Probe", "Spec", "run", "same_result"]
 
 _ATOL, _RTOL = 1e-5, 1e-4
 
@@ -74,10 +77,16 @@ class CheckFailure(AssertionError):
 @dataclass(frozen=True)
 class Case:
     """One prepared case: ``name`` says what it contains (shown to the student), ``hint``
-    the likely mistake when it is the first case that fails."""
+    the likely mistake when it is the first case that fails.
+
+    ``inputs`` builds the case's inputs from a seeded ``torch.Generator`` (a dict, argument
+    name -> value, in the order of the function's arguments); a :class:`Check` declared in
+    a practical source needs it, a package module's :class:`Spec` builds its cases itself.
+    """
 
     name: str
     hint: str
+    inputs: Callable[[torch.Generator], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,12 +96,27 @@ class Probe:
     the case's hint.
 
     ``change`` maps the case's stored inputs to new stored inputs (it must not modify
-    them); ``fires`` compares the first outputs of the two calls.
+    them); ``fires`` compares the first outputs of the two calls. With ``base``, the first
+    call is made on ``base(stored)`` (inputs chosen to show the mistake, e.g. a ratio in a
+    given range) and the second on ``change(base(stored))``. A change that changes nothing
+    tells nothing: the probe is then skipped.
     """
 
     change: Callable[[dict[str, Any]], dict[str, Any]]
     fires: Callable[[Tensor, Tensor], bool]
-    message: str
+    message: str = ""
+    base: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong answer: when a case's values are wrong and equal what ``function``
+    (called with the same arguments as the student's) returns on that case, ``message``
+    replaces the case's hint. It names the mistake; its code is the teacher's, never
+    printed."""
+
+    function: Callable[..., Any]
+    message: str = ""
 
 
 def same_result(result: Tensor, changed: Tensor) -> bool:
@@ -107,7 +131,8 @@ class Spec:
     ``kind``: ``"target"`` (a tensor without gradient), ``"loss"`` (a scalar whose
     gradients are checked too), ``"losses"`` (a tuple of them, named by ``outputs``) or
     ``"inplace"`` (returns nothing; the inputs named in ``changes`` must end as stored).
-    ``data`` is the practical's data file. The ``*_messages`` dicts, keyed by ``(output,
+    ``data`` is the practical's data file (None for a :class:`~rl_mind.checks.Check`
+    declared in a practical source, whose cases travel with the notebook). The ``*_messages`` dicts, keyed by ``(output,
     input)``, replace the generic messages about gradients that must be zero, must exist,
     or are wrong while the value is right; ``changed_messages``, keyed by argument, the
     message about an input changed in place (``{name}`` is the part that changed);
@@ -120,10 +145,10 @@ class Spec:
     cases: tuple[Case, ...]
     build: Callable[[torch.Generator, int], dict[str, Any]]  # (generator, case) -> inputs
     kind: str
-    data: Path
+    data: Path | None
     outputs: tuple[str, ...] = ("output",)
     grad_inputs: tuple[str, ...] = ()  # tensors given with requires_grad=True
-    probes: tuple[Probe, ...] = ()
+    probes: tuple[Probe | Mistake, ...] = ()
     changes: tuple[str, ...] = ()  # the inputs the function is meant to change in place
     no_grad_messages: dict[tuple[str, str], str] = field(default_factory=dict)
     grad_messages: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -135,26 +160,32 @@ class Spec:
     def check(self, student_fn: Callable[..., Any]) -> None:
         """Run ``student_fn`` on every case: print ``✓`` when all pass, else raise
         :class:`CheckFailure` at the first that fails."""
-        if not callable(student_fn):
-            raise TypeError(
-                f"check_{self.function} expects your function {self.function}, got {student_fn!r}"
-            )
-        cases = load_cases(self)
-        torch_state = torch.random.get_rng_state()
-        try:
-            for i, (case, stored) in enumerate(zip(self.cases, cases)):
-                try:
-                    _run_case(self, student_fn, stored)
-                except _Mismatch as mismatch:
-                    hint = f"\n  Hint: {case.hint}." if mismatch.hint else ""
-                    raise CheckFailure(
-                        f"{self.function}: case {i + 1}/{len(cases)} ({case.name}) fails: "
-                        f"{mismatch}{hint}"
-                    ) from None
-        finally:
-            torch.random.set_rng_state(torch_state)
-        passed = f"all {len(cases)} cases" if len(cases) > 1 else "its case"
-        print(f"✓ {self.function} passes {passed}")
+        run(self, student_fn, load_cases(self))
+
+
+def run(spec: Spec, student_fn: Callable[..., Any], cases: Sequence[dict[str, Any]]) -> None:
+    """Run ``student_fn`` on the stored ``cases`` of ``spec`` (one ``{"inputs",
+    "expected"}`` per case of ``spec.cases``): print ``✓`` when all pass, else raise
+    :class:`CheckFailure` at the first that fails."""
+    if not callable(student_fn):
+        raise TypeError(
+            f"check_{spec.function} expects your function {spec.function}, got {student_fn!r}"
+        )
+    torch_state = torch.random.get_rng_state()
+    try:
+        for i, (case, stored) in enumerate(zip(spec.cases, cases)):
+            try:
+                _run_case(spec, student_fn, stored)
+            except _Mismatch as mismatch:
+                hint = f"\n  Hint: {case.hint}." if mismatch.hint else ""
+                raise CheckFailure(
+                    f"{spec.function}: case {i + 1}/{len(cases)} ({case.name}) fails: "
+                    f"{mismatch}{hint}"
+                ) from None
+    finally:
+        torch.random.set_rng_state(torch_state)
+    passed = f"all {len(cases)} cases" if len(cases) > 1 else "its case"
+    print(f"✓ {spec.function} passes {passed}")
 
 
 # ---------------------------------------------------------------------- the check data
@@ -171,6 +202,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 def load_cases(spec: Spec) -> list[dict[str, Any]]:
     """The stored ``{"inputs", "expected"}`` of each case of ``spec``."""
+    if spec.data is None:
+        raise ValueError(f"{spec.function}: this check keeps its cases itself (no data file)")
     cases: list[dict[str, Any]] = _load(spec.data)[spec.function]
     return cases
 
@@ -368,23 +401,83 @@ def _check_unchanged(spec: Spec, inputs: dict[str, Any], stored: dict[str, Any])
             raise _Mismatch(message.format(name=parts[0]), hint=False)
 
 
+def _same_outputs(result: Any, other: Any) -> bool:
+    """Whether two results (a tensor, or a tuple of them) hold the same values."""
+    if isinstance(result, tuple | list):
+        return (
+            isinstance(other, tuple | list)
+            and len(result) == len(other)
+            and all(_same_outputs(a, b) for a, b in zip(result, other))
+        )
+    return (
+        isinstance(result, Tensor)
+        and isinstance(other, Tensor)
+        and close(result.detach(), other.detach())
+    )
+
+
+def _same_stored(a: Any, b: Any) -> bool:
+    """Whether two stored inputs are equal (tensors, dicts, lists, plain values)."""
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        return isinstance(a, Tensor) and isinstance(b, Tensor) and torch.equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_stored(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same_stored(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _first(result: Any) -> Any:
+    return result[0] if isinstance(result, tuple | list) else result
+
+
 def _probe(
     spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any], result: Any
 ) -> str | None:
     """The message of the first probe that fires on this wrong result, if any."""
-    first = result[0] if isinstance(result, tuple | list) else result
     for probe in spec.probes:
-        inputs = build_inputs(spec, probe.change(stored))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                again = call(spec, student_fn, inputs)
+                if isinstance(probe, Mistake):
+                    wrong = call(spec, probe.function, build_inputs(spec, stored))
+                    if _same_outputs(result, wrong):
+                        return probe.message
+                    continue
+                before, first = stored, _first(result)
+                if probe.base is not None:
+                    before = probe.base(stored)
+                    first = _first(call(spec, student_fn, build_inputs(spec, before)))
+                changed = probe.change(before)
+                if _same_stored(changed, before):
+                    continue
+                again = _first(call(spec, student_fn, build_inputs(spec, changed)))
         except Exception:  # (a probe only chooses the message: the case has failed already)
             continue
-        again = again[0] if isinstance(again, tuple | list) else again
-        if isinstance(again, Tensor) and probe.fires(first.detach(), again.detach()):
+        if (
+            isinstance(first, Tensor)
+            and isinstance(again, Tensor)
+            and first.shape == again.shape
+            and probe.fires(first.detach(), again.detach())
+        ):
             return probe.message
     return None
+
+
+def _check_order(spec: Spec, outputs: dict[str, Any], expected: dict[str, Tensor]) -> None:
+    """Name a tuple whose results are all right but in another order."""
+    if len(spec.outputs) < 2 or not all(isinstance(value, Tensor) for value in outputs.values()):
+        return
+    got = [outputs[name].detach() for name in spec.outputs]
+    if all(close(value, expected[name]) for value, name in zip(got, spec.outputs)):
+        return
+    for order in itertools.permutations(spec.outputs):
+        if all(close(value, expected[name]) for value, name in zip(got, order)):
+            raise _Mismatch(
+                f"the results are right but in the wrong order: you returned "
+                f"({', '.join(order)}); return ({', '.join(spec.outputs)}), in that order",
+                hint=False,
+            )
 
 
 def _run_case(spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any]) -> None:
@@ -400,6 +493,7 @@ def _run_case(spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any]
                         raise _Mismatch(f"{name}[{i}] has wrong parameters ({key})")
         return
     outputs = outputs_of(spec, result)
+    _check_order(spec, outputs, expected["outputs"])
     for name in spec.outputs:
         try:
             _compare_value(name, outputs[name], expected["outputs"][name], spec, stored["inputs"])

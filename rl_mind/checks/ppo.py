@@ -41,6 +41,28 @@ def _build_ppo_policy_loss(g: torch.Generator, case: int) -> dict[str, Any]:
     }
 
 
+def _ratios_around_one(stored: dict[str, Any]) -> dict[str, Any]:
+    # ratios from 0.9 to 1.1 (inside the clip range), each sample its own
+    n = len(stored["old_log_prob"])
+    return {**stored, "new_log_prob": stored["old_log_prob"] + torch.linspace(-0.1, 0.1, n)}
+
+
+def _ratios_above_the_range_positive_advantages(stored: dict[str, Any]) -> dict[str, Any]:
+    old = stored["old_log_prob"]
+    return {**stored, "new_log_prob": old + 0.5, "advantages": stored["advantages"].abs() + 0.1}
+
+
+def _ratios_below_the_range_positive_advantages(stored: dict[str, Any]) -> dict[str, Any]:
+    old = stored["old_log_prob"]
+    return {**stored, "new_log_prob": old - 0.5, "advantages": stored["advantages"].abs() + 0.1}
+
+
+def _ratios_further_out(stored: dict[str, Any]) -> dict[str, Any]:
+    # each ratio moved away from 1, outside the clip range
+    log_ratio = stored["new_log_prob"] - stored["old_log_prob"]
+    return {**stored, "new_log_prob": stored["new_log_prob"] + 0.2 * log_ratio.sign()}
+
+
 def _build_ppo_value_loss(g: torch.Generator, case: int) -> dict[str, Any]:
     n = 10
     return {"values": rand(g, n, scale=2.0), "returns": rand(g, n, scale=3.0) + 1.0}
@@ -48,8 +70,31 @@ def _build_ppo_value_loss(g: torch.Generator, case: int) -> dict[str, Any]:
 
 def _next_value_changed_before_the_last_step(stored: dict[str, Any]) -> dict[str, Any]:
     next_value = stored["next_value"].clone()
-    next_value[:-1] += 1.0
+    next_value[:-1] += 1.0  # (nothing with a single step: the probe is then skipped)
     return {**stored, "next_value": next_value}
+
+
+def _gamma_changed_in_the_td_errors_only(stored: dict[str, Any]) -> dict[str, Any]:
+    # another gamma, with gamma * gae_lambda (the accumulation's factor) kept
+    gamma = 0.5 * stored["gamma"]
+    return {**stored, "gamma": gamma, "gae_lambda": stored["gae_lambda"] * stored["gamma"] / gamma}
+
+
+def _two_steps_of_one_episode(stored: dict[str, Any]) -> dict[str, Any]:
+    # the case's first step twice, no episode end: the first advantage sums both TD errors
+    rows = {name: stored[name][:1].repeat(2, 1) for name in ("reward", "value", "next_value")}
+    no_end = torch.zeros(2, stored["reward"].shape[1], dtype=torch.bool)
+    return {**stored, **rows, "terminated": no_end, "truncated": no_end}
+
+
+def _last_value_changed(stored: dict[str, Any]) -> dict[str, Any]:
+    value = stored["value"].clone()
+    value[-1] += 1.0
+    return {**stored, "value": value}
+
+
+def _last_row_kept_first_row_moved(result: Tensor, changed: Tensor) -> bool:
+    return close(result[-1], changed[-1]) and not close(result[0], changed[0])
 
 
 GAE = Spec(
@@ -86,10 +131,31 @@ GAE = Spec(
         Probe(
             _next_value_changed_before_the_last_step,
             same_result,
-            "the advantages do not change when next_value changes before the last step: "
-            "bootstrap each TD error from next_value[t], the value of the true successor "
-            "next_obs[t]. value[t + 1] is another episode's first state after an episode "
-            "end, and does not exist at the last step",
+            "the advantages do not change when next_value changes before the last step: the "
+            "TD errors bootstrap from the next row's value, which after an episode end is "
+            "the first state of another episode, and which does not exist at the last step; "
+            "each step's true successor has its own value, in next_value",
+        ),
+        Probe(
+            _gamma_changed_in_the_td_errors_only,
+            same_result,
+            "the TD errors do not depend on gamma: each one discounts the value of the next "
+            "state by gamma",
+        ),
+        # the returns (advantages plus values): the value of a step cancels in its own row
+        Probe(
+            _last_value_changed,
+            _last_row_kept_first_row_moved,
+            "these are returns, not advantages: an advantage says how much better than its "
+            "value V(s_t) a step turned out, so do not add the values back",
+            base=_two_steps_of_one_episode,
+        ),
+        Probe(
+            _last_value_changed,
+            same_result,
+            "the advantages do not change when the values V(s_t) change: each TD error "
+            "subtracts the value of the state it starts from",
+            base=_two_steps_of_one_episode,
         ),
     ),
 )
@@ -125,6 +191,14 @@ PPO_POLICY_LOSS = Spec(
     DATA,
     grad_inputs=("new_log_prob",),
     probes=(
+        # a loss without the advantages stays the same whatever they are
+        Probe(
+            lambda stored: {**stored, "advantages": 2.0 * stored["advantages"].flip(0) + 1.0},
+            same_result,
+            "the loss does not change when the advantages change: weigh each sample's "
+            "probability ratio by its advantage",
+            base=_ratios_around_one,
+        ),
         # normalized advantages: the loss forgets their scale and their mean
         Probe(
             lambda stored: {**stored, "advantages": 2.0 * stored["advantages"] + 1.0},
@@ -139,9 +213,28 @@ PPO_POLICY_LOSS = Spec(
             lambda stored: {**stored, "advantages": 2.0 * stored["advantages"]},
             lambda loss, doubled: not close(doubled, 2.0 * loss),
             "doubling the advantages does not double the loss, so the clip is applied to "
-            "something that holds the advantages (the advantages, or ratio * advantages): "
-            "clip the probability ratio alone, torch.clamp(ratio, 1 - clip_coef, 1 + "
-            "clip_coef), then multiply by the advantages",
+            "something that holds the advantages (the advantages, or the ratio times the "
+            "advantages): clip the probability ratio alone, to [1 - clip_coef, 1 + "
+            "clip_coef], then weigh it by the advantages",
+        ),
+        # above the range with positive advantages the objective is clipped: it stays the
+        # same when the ratios move further out (the maximum's would follow them)
+        Probe(
+            _ratios_further_out,
+            same_result,
+            "the objective must be the pessimistic one: keep, per sample, the minimum of "
+            "the clipped and the unclipped objectives, before averaging",
+            base=_ratios_above_the_range_positive_advantages,
+        ),
+        # below the range with positive advantages the pessimistic objective follows the
+        # ratio, the maximum does not
+        Probe(
+            _ratios_further_out,
+            same_result,
+            "with a positive advantage and a ratio below 1 - clip_coef, the loss no longer "
+            "follows the ratio: the pessimistic objective is the minimum of the clipped and "
+            "unclipped objectives, not the maximum",
+            base=_ratios_below_the_range_positive_advantages,
         ),
     ),
     grad_messages={

@@ -101,7 +101,8 @@ def regenerate(sources: Sequence[str | Path], specs: dict[str, Spec]) -> list[Pa
     references = reference_functions(sources, specs)
     by_file: dict[Path, list[Spec]] = {}
     for spec in specs.values():
-        by_file.setdefault(spec.data, []).append(spec)
+        if spec.data is not None:
+            by_file.setdefault(spec.data, []).append(spec)
     written = []
     for path, practical in by_file.items():
         if not any(spec.function in references for spec in practical):

@@ -339,11 +339,11 @@ def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], R
         if twin_walls:
             ratio = statistics.median(walls) / statistics.median(twin_walls)
             bound = "" if all_twins_solved else "<"  # a twin that did not solve: a bound
-            holds = ratio <= MAX_RATIO
+            holds = "yes" if ratio <= MAX_RATIO else ("NO" if not bound else "unknown (capped)")
             verdict += (
                 f"; median {statistics.median(walls):.1f} s vs {twin_name} "
                 f"{statistics.median(twin_walls):.1f} s: ratio {bound}{ratio:.2f} "
-                f"(<= {MAX_RATIO:g}: {'yes' if holds else 'NO'})"
+                f"(<= {MAX_RATIO:g}: {holds})"
             )
         if points:
             dense = min(points) >= MIN_POINTS

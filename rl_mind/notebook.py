@@ -231,7 +231,8 @@ def _tqdm(*, disable: bool | None, **kwargs: Any) -> Any:
     if is_notebook() and _has_widgets():
         from tqdm.notebook import tqdm as notebook_tqdm
 
-        return notebook_tqdm(disable=bool(disable), **kwargs)
+        # shown by ProgressBar, through a display handle it updates when the bar closes
+        return notebook_tqdm(disable=bool(disable), display=False, **kwargs)
     from tqdm.std import tqdm
 
     if is_notebook():
@@ -246,6 +247,12 @@ class ProgressBar:
 
     Build it with :func:`progress_bar`; in the loop call :meth:`update_to` with the total
     number of training steps so far.
+
+    With a ``target`` return, a bar closed early because the evaluator's best return reached
+    it ends full (green in a notebook) and says "target reached at step N"; a bar closed
+    early otherwise (an error, an interrupt, a ``break``) ends as tqdm ends it (red in a
+    notebook). In a notebook, the text that a saved notebook shows in place of the widget is
+    the bar's final state.
     """
 
     def __init__(
@@ -254,6 +261,7 @@ class ProgressBar:
         evaluator: _HasHistory | None = None,
         *,
         desc: str = "training",
+        target: float | None = None,
         disable: bool | None = None,
         **tqdm_kwargs: Any,
     ) -> None:
@@ -268,10 +276,30 @@ class ProgressBar:
                 f"progress_bar: evaluator must be an Evaluator (or None), got "
                 f"{type(evaluator).__name__}"
             )
+        if target is not None and (
+            isinstance(target, bool) or not isinstance(target, numbers.Real)
+        ):
+            raise TypeError(
+                f"progress_bar: target must be a return (a number) or None, got {target!r}"
+            )
+        if target is not None and evaluator is None:
+            raise ValueError(
+                "progress_bar: a target needs the evaluator whose best return it is compared "
+                "with; call progress_bar(total_steps, evaluator, target=...)"
+            )
         self.evaluator = evaluator
+        self.target = None if target is None else float(target)
+        self.desc = desc
         self._shown_results = 0
         self._steps = 0
+        self._closed = False
         self.bar = _tqdm(total=total, desc=desc, unit="step", disable=disable, **tqdm_kwargs)
+        self._display = None  # the notebook widget's display handle
+        container = getattr(self.bar, "container", None)
+        if container is not None:
+            from IPython.display import display
+
+            self._display = display(container, display_id=True)
 
     @property
     def n(self) -> int:
@@ -297,27 +325,61 @@ class ProgressBar:
             self._shown_results = len(history)
             self.bar.set_postfix(values, refresh=False)
 
+    @property
+    def target_step(self) -> int | None:
+        """The step of the first evaluation whose mean reached ``target`` (None before, or
+        without a target)."""
+        if self.target is None or self.evaluator is None:
+            return None
+        for result in self.evaluator.history:
+            if float(result.mean) >= self.target:
+                return int(getattr(result, "step", self._steps))
+        return None
+
     def close(self) -> None:
+        """Close the bar; when ``target`` was reached, it ends full with "target reached at
+        step N" (the rest of the budget was not needed). Closing twice does nothing."""
+        self._close(error=False)
+
+    def _close(self, *, error: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        reached = None if error else self.target_step
+        if reached is not None:
+            self.bar.total = self._steps
+            container = getattr(self.bar, "container", None)
+            if container is not None:
+                container.children[1].max = self._steps  # the widget's own total
+            self.bar.set_description(
+                f"{self.desc}: target reached at step {reached}", refresh=False
+            )
         self.bar.close()
+        if self._display is not None:
+            self._display.update(self.bar.container)  # the text fallback: the final state
 
     def __enter__(self) -> ProgressBar:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self._close(error=exc_type is not None)
 
 
-def progress_bar(total: int, evaluator: _HasHistory | None = None, **kwargs: Any) -> ProgressBar:
+def progress_bar(
+    total: int, evaluator: _HasHistory | None = None, *, target: float | None = None, **kwargs: Any
+) -> ProgressBar:
     """A progress bar over ``total`` training steps, showing ``evaluator``'s latest mean.
 
     The two-line idiom::
 
-        progress = progress_bar(total_steps, evaluator)  # before the loop
-        progress.update_to(collector.steps)               # in the loop, after the evaluator
+        progress = progress_bar(total_steps, evaluator, target=475)  # before the loop
+        progress.update_to(collector.steps)  # in the loop, after the evaluator
 
+    With ``target``, a loop that stops early because the evaluator reached it ends with a
+    full bar that says "target reached at step N" (not the red of an interrupted bar).
     ``kwargs`` go to :class:`ProgressBar` (``desc``, ``disable``, or any tqdm option).
     """
-    return ProgressBar(total, evaluator, **kwargs)
+    return ProgressBar(total, evaluator, target=target, **kwargs)
 
 
 # ---------------------------------------------------------------------- compute profile

@@ -160,8 +160,9 @@ def test_video_display_embeds_the_video_in_a_notebook(
 
 # ---------------------------------------------------------------------- progress and profile
 class FakeResult:
-    def __init__(self, mean: float) -> None:
+    def __init__(self, mean: float, step: int = 0) -> None:
         self.mean = mean
+        self.step = step
 
 
 class FakeEvaluator:
@@ -202,6 +203,52 @@ def test_progress_bar_tracks_steps_and_shows_the_latest_evaluation() -> None:
     assert "eval=12.2" in output.getvalue()
 
 
+def test_a_bar_stopped_at_its_target_ends_full_and_says_so() -> None:
+    evaluator = FakeEvaluator()
+    output = io.StringIO()
+    progress = progress_bar(
+        1000, evaluator, target=475, file=output, mininterval=0, ascii=True, disable=False
+    )
+    progress.update_to(200)
+    evaluator.history += [FakeResult(120.0, step=200), FakeResult(480.0, step=300)]
+    progress.update_to(300)
+    assert progress.target_step == 300
+    progress.close()
+    progress.close()  # closing twice does nothing
+    final = output.getvalue().split("\r")[-1]
+    assert "training: target reached at step 300" in final and "100%" in final, final
+    assert "300/300" in final and "1000" not in final, final
+
+
+def test_a_bar_stopped_before_its_target_or_by_an_error_keeps_its_budget() -> None:
+    evaluator = FakeEvaluator()
+    for reached in (False, True):
+        output = io.StringIO()
+        evaluator.history = [FakeResult(480.0 if reached else 100.0, step=300)]
+        with (
+            pytest.raises(RuntimeError),
+            progress_bar(
+                1000, evaluator, target=475, file=output, mininterval=0, ascii=True, disable=False
+            ) as progress,
+        ):
+            progress.update_to(300)
+            raise RuntimeError("interrupted")  # an error: never "target reached"
+        final = output.getvalue().split("\r")[-1]
+        assert "300/1000" in final and "target reached" not in final, final
+    output = io.StringIO()
+    evaluator.history = [FakeResult(100.0, step=300)]
+    with progress_bar(1000, evaluator, target=475, file=output, disable=False) as progress:
+        progress.update_to(300)  # a break before the target
+    assert "300/1000" in output.getvalue() and "target reached" not in output.getvalue()
+
+
+def test_progress_bar_refuses_a_bad_target_at_once() -> None:
+    with pytest.raises(TypeError, match="target must be a return"):
+        progress_bar(100, FakeEvaluator(), target="475")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="a target needs the evaluator"):
+        progress_bar(100, target=475)
+
+
 def _run_cells(cells: list[str], tmp_path: Path) -> list[Any]:
     """Execute ``cells`` in a fresh Jupyter kernel; the outputs of each cell."""
     import nbformat
@@ -239,6 +286,40 @@ def test_the_progress_bar_shows_in_a_notebook_with_or_without_ipywidgets(tmp_pat
     # with ipywidgets installed, tqdm's widget, and nothing else
     assert [o.output_type for o in with_widgets] == ["display_data"], with_widgets
     assert "application/vnd.jupyter.widget-view+json" in with_widgets[0].data
+
+
+_TRAIN_TO_TARGET = """
+from types import SimpleNamespace
+from rl_mind import progress_bar
+evaluator = SimpleNamespace(history=[], best_reward=None)
+progress = progress_bar(1000, evaluator, target=475)
+for steps in range(0, 1001, 100):
+    evaluator.history.append(SimpleNamespace(step=steps, mean=steps * 1.6))
+    progress.update_to(steps)
+    if evaluator.history[-1].mean >= 475:
+        break
+progress.close()
+print(getattr(progress.bar, "container", None) and progress.bar.container.children[1].bar_style)
+"""
+
+
+def test_a_notebook_bar_stopped_at_its_target_ends_green_and_saves_its_final_state(
+    tmp_path: Path,
+) -> None:
+    without, with_widgets = _run_cells(
+        ['import sys\nsys.modules["ipywidgets"] = None  # as if not installed\n' + _TRAIN_TO_TARGET,
+         'del sys.modules["ipywidgets"]\n' + _TRAIN_TO_TARGET],
+        tmp_path,
+    )  # fmt: skip
+    text = "".join(o.get("text", "") for o in without if o.output_type == "stream")
+    final = text.split("\r")[-1]
+    assert "target reached at step 300" in final and "300/300" in final, text
+    # the widget: green, and the text a saved notebook shows instead is the final state
+    widget, style = with_widgets
+    assert style.text.strip() == "success", with_widgets
+    plain = widget.data["text/plain"]
+    assert "target reached at step 300" in plain and "100%" in plain, plain
+    assert "application/vnd.jupyter.widget-view+json" in widget.data
 
 
 def test_the_progress_bar_shows_in_a_terminal_and_not_in_a_log(tmp_path: Path) -> None:

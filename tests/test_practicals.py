@@ -10,7 +10,10 @@ first gap and stops there with that gap's ``NotImplementedError``.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -401,6 +404,21 @@ def test_the_solution_notebook_runs_at_the_fast_test_profile(
     assert list(tmp_path.glob("*/best_actor.pt")), "the evaluator saved no best actor"
     assert list(tmp_path.glob("*/*.mp4")), "no video of the best actor"
     assert list(tmp_path.glob("*/events.out.tfevents.*")), "no TensorBoard log"
+
+
+@pytest.mark.slow
+def test_the_a2c_solution_solves_with_a_dense_learning_curve(tmp_path: Path) -> None:
+    # the cheapest practical at its full profile: it reaches the target, and its learning
+    # curve has at least 10 evaluations before the one that reached it
+    env = {**os.environ, "RL_MIND_SEED": "0", "RL_MIND_OUTPUTS": str(tmp_path)}
+    env.pop("RL_MIND_FAST_TEST", None)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "notebooks" / "src" / "a2c.py")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    match = re.search(r"best_return=(\S+) .* evaluations=(\d+)", done.stdout)
+    assert match is not None, done.stdout[-2000:]
+    assert float(match[1]) >= 475.0 and int(match[2]) - 1 >= 10, match[0]
 
 
 @pytest.mark.slow

@@ -60,7 +60,7 @@ class Config:
     ent_coef: float = 0.0
     max_grad_norm: float = 0.5
     hidden: int = 64
-    eval_every: int = Profile.pick(10_000, fast_test=500)
+    eval_every: int = Profile.pick(800, fast_test=500)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 
@@ -188,7 +188,7 @@ writer = evaluator.writer
 
 # %%
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator)
+bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
 while collector.steps < config.total_steps:
     rollout = collector.collect(config.n_steps)
     with torch.no_grad():
@@ -233,6 +233,7 @@ ax = evaluator.plot()  # the mean evaluation return (± std) against training st
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))
 print(
     f"RESULT practical=a2c best_return={evaluator.best_reward:.1f} "
-    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f}"
+    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f} "
+    f"evaluations={len(evaluator.history)}"
 )
 evaluator.close()

@@ -69,7 +69,7 @@ class Config:
     epsilon_end: float = 0.04
     exploration_fraction: float = 0.16  # of total_steps, to anneal epsilon
     hidden: int = 256
-    eval_every: int = Profile.pick(2_500, fast_test=500)
+    eval_every: int = Profile.pick(600, fast_test=500)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 
@@ -183,7 +183,7 @@ writer = evaluator.writer
 # %%
 start = time.time()
 gradient_step = 0
-bar = progress_bar(config.total_steps, evaluator)
+bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
 while collector.steps < config.total_steps:
     progress = collector.steps / (config.exploration_fraction * config.total_steps)
     actor.epsilon = max(
@@ -226,6 +226,7 @@ ax = evaluator.plot()  # the mean evaluation return (± std) against training st
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))
 print(
     f"RESULT practical=dqn best_return={evaluator.best_reward:.1f} "
-    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f}"
+    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f} "
+    f"evaluations={len(evaluator.history)}"
 )
 evaluator.close()

@@ -70,7 +70,7 @@ class Config:
     ent_coef: float = 0.0
     max_grad_norm: float = 0.5
     hidden: int = 64
-    eval_every: int = Profile.pick(5_000, fast_test=512)
+    eval_every: int = Profile.pick(750, fast_test=512)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 
@@ -236,7 +236,7 @@ writer = evaluator.writer
 rollout_size = config.num_envs * config.n_steps
 n_iterations = config.total_steps // rollout_size
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator)
+bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
 for iteration in range(n_iterations):
     progress_left = 1.0 - iteration / n_iterations
     for group in optimizer.param_groups:
@@ -305,6 +305,7 @@ ax = evaluator.plot()  # the mean evaluation return (± std) against training st
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))
 print(
     f"RESULT practical=ppo best_return={evaluator.best_reward:.1f} "
-    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f}"
+    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f} "
+    f"evaluations={len(evaluator.history)}"
 )
 evaluator.close()

@@ -62,7 +62,7 @@ class Config:
     critic_learning_rate: float = 1e-3
     max_grad_norm: float = 1.0
     hidden: int = 64
-    eval_every: int = Profile.pick(10_000, fast_test=500)
+    eval_every: int = Profile.pick(3_000, fast_test=500)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 
@@ -231,7 +231,7 @@ writer = evaluator.writer
 
 # %%
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator)
+bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
 while collector.steps < config.total_steps:
     episodes = collector.collect(config.episodes_per_update)
     obs = torch.cat([episode.obs for episode in episodes])
@@ -277,6 +277,7 @@ ax = evaluator.plot()  # the mean evaluation return (± std) against training st
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))
 print(
     f"RESULT practical=reinforce best_return={evaluator.best_reward:.1f} "
-    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f}"
+    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f} "
+    f"evaluations={len(evaluator.history)}"
 )
 evaluator.close()

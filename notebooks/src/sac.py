@@ -74,7 +74,7 @@ class Config:
     tau: float = 0.005  # soft update rate of the target critics
     initial_alpha: float = 0.2
     hidden: int = 64
-    eval_every: int = Profile.pick(2_500, fast_test=300)
+    eval_every: int = Profile.pick(500, fast_test=300)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 
@@ -250,7 +250,7 @@ writer = evaluator.writer
 
 # %%
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator)
+bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
 update = 0
 while collector.steps < config.total_steps:
     actor.uniform_random = collector.steps < config.learning_starts
@@ -306,6 +306,7 @@ ax = evaluator.plot()  # the mean evaluation return (± std) against training st
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))
 print(
     f"RESULT practical=sac best_return={evaluator.best_reward:.1f} "
-    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f}"
+    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f} "
+    f"evaluations={len(evaluator.history)}"
 )
 evaluator.close()

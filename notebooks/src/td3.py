@@ -77,7 +77,7 @@ class Config:
     noise_clip: float = 0.5
     policy_delay: int = 2  # critic updates per actor update
     hidden: int = 64
-    eval_every: int = Profile.pick(2_500, fast_test=300)
+    eval_every: int = Profile.pick(1_500, fast_test=300)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 
@@ -247,7 +247,7 @@ writer = evaluator.writer
 
 # %%
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator)
+bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
 update = 0
 while collector.steps < config.total_steps:
     actor.uniform_random = collector.steps < config.learning_starts
@@ -297,6 +297,7 @@ ax = evaluator.plot()  # the mean evaluation return (± std) against training st
 evaluator.visualize_best(max_steps=Profile.pick(500, fast_test=20))
 print(
     f"RESULT practical=td3 best_return={evaluator.best_reward:.1f} "
-    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f}"
+    f"best_step={evaluator.best_step} env_steps={collector.steps} wall_time={wall_time:.1f} "
+    f"evaluations={len(evaluator.history)}"
 )
 evaluator.close()

@@ -1,69 +1,106 @@
-"""Benchmark: every practical's reference solution at the full profile.
+"""Benchmark: every practical's reference solution against its Stable-Baselines3 twin.
 
 Runs each practical source (``notebooks/src/<name>.py``, a plain Python script in
-jupytext's percent format) in its own process, for seeds 0, 1, 2, and prints the best mean
-evaluation return reached, the environment steps and the wall time (the training loop,
-evaluations included; the process time, imports included, in brackets). Every practical
-stops as soon as an evaluation reaches its target (475), so the wall time is the time to
-solve. Target: ≥ 475 within 10 minutes on a 2-core CPU.
+jupytext's percent format) at the full profile in its own process, for seeds 0, 1, 2, and
+its twin from Stable-Baselines3 on the same environment, evaluated by the same
+:class:`rl_mind.Evaluator` (the practical's ``eval_every`` and ``eval_episodes``, read from
+its source, so the same evaluation period and the same episode seeds). Both sides use one
+torch thread and stop as soon as an evaluation reaches the target (475), so the wall time
+is the time to solve (the training loop, evaluations included; imports excluded).
 
-For PPO it also runs Stable-Baselines3's PPO with the rl-zoo CartPole hyperparameters
-(8 envs, n_steps 32, batch 256, gae_lambda 0.8, gamma 0.98, 20 epochs, linear lr 1e-3 and
-clip 0.2), evaluated by the same :class:`rl_mind.Evaluator` (same 8 episode seeds, every
-5,000 steps, stop at 475), and prints the wall-time ratio rl-mind / SB3.
+The twins:
+
+- DQN, A2C, PPO on ``CartPole-v1``: the rl-zoo hyperparameters for CartPole-v1
+  (``hyperparams/dqn.yml``, ``a2c.yml``, ``ppo.yml`` of rl-baselines3-zoo), their
+  ``n_timesteps`` as the training budget (the schedules depend on it).
+- REINFORCE has no SB3 twin: it is compared with the A2C twin.
+- TD3 and SAC on ``CartPoleContinuous-v1`` (``rl_mind.envs``): SB3's documented defaults
+  (SAC as is; TD3 with the Gaussian action noise of std 0.1 of SB3's TD3 example, since
+  without action noise TD3 does not explore), a budget of 100,000 steps.
+
+A twin that has not reached the target after ``--cap`` seconds (600 by default) stops and
+is reported as "> cap". The table at the end gives, per practical and seed, the steps and
+seconds to the target of both sides and the ratios ours / SB3, then per practical the
+medians over the seeds and whether the targets hold (every seed ≤ 60 s, median time ≤ 0.5 ×
+the twin's median) and the learning curve is dense (at least 10 evaluations before the one
+that reached the target, for every seed).
 
 Usage::
 
-    python tests/benchmarks/bench_practicals.py                     # everything (long)
-    python tests/benchmarks/bench_practicals.py --practicals ppo --seeds 0
-    python tests/benchmarks/bench_practicals.py --practicals dqn td3 --no-sb3
+    python tests/benchmarks/bench_practicals.py                              # everything
+    python tests/benchmarks/bench_practicals.py --processes 16 --json out.json
+    python tests/benchmarks/bench_practicals.py --practicals ppo dqn --seeds 0 1
+    python tests/benchmarks/bench_practicals.py --practicals sac --no-sb3
 
-Not a unit test: it takes minutes per run. Both sides use one torch thread.
+Not a unit test: it takes minutes. Runs of the pool share the machine: with
+``--processes`` above the number of idle cores the times grow.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PRACTICALS = ["dqn", "reinforce", "a2c", "ppo", "td3", "sac"]
+TWIN = {"dqn": "dqn", "reinforce": "a2c", "a2c": "a2c", "ppo": "ppo", "td3": "td3", "sac": "sac"}
 TARGET = 475.0
+SOLVE_SECONDS = 60.0  # every seed of a practical
+MAX_RATIO = 0.5  # the practical's median time over its twin's
+MIN_POINTS = 10  # evaluations before the target (a dense learning curve)
 RESULT = re.compile(
     r"RESULT practical=(?P<name>\S+) best_return=(?P<best>\S+) best_step=(?P<step>\S+) "
-    r"env_steps=(?P<steps>\d+) wall_time=(?P<wall>[\d.]+)"
+    r"env_steps=(?P<steps>\d+) wall_time=(?P<wall>[\d.]+)(?: evaluations=(?P<evals>\d+))?"
 )
+CPU_TIME = re.compile(r"CPU_TIME (?P<cpu>[\d.]+)")
 
 
 @dataclass
 class Run:
-    name: str
+    name: str  # the practical, or "sb3-<algo>"
     seed: int
-    best_return: float | None
-    env_steps: int | None
-    wall_time: float | None  # the training loop (evaluations included)
-    process_time: float  # the whole process (imports, video...)
+    best_return: float | None = None
+    best_step: int | None = None  # the step of the best evaluation (the target's)
+    env_steps: int | None = None
+    wall_time: float | None = None  # the training loop, evaluations included
+    cpu_time: float | None = None  # the same loop's process CPU time
+    evaluations: int | None = None
+    capped: bool = False
     error: str = ""
 
     @property
     def solved(self) -> bool:
         return self.best_return is not None and self.best_return >= TARGET
 
+    def steps_text(self) -> str:
+        if self.solved:
+            return f"{self.best_step:,}"
+        return f">{self.env_steps:,}" if self.env_steps else "-"
+
+    def time_text(self, seconds: float | None) -> str:
+        if seconds is None:
+            return "-" if self.best_return is not None else "failed"
+        return f"{seconds:.1f}" if self.solved else f">{seconds:.0f}"
+
     def line(self) -> str:
         if self.best_return is None:
             return f"{self.name:<10} seed {self.seed}  FAILED ({self.error})"
-        verdict = "solved" if self.solved else "NOT solved"
+        verdict = "solved" if self.solved else ("NOT solved (cap)" if self.capped else "NOT solved")
         return (
-            f"{self.name:<10} seed {self.seed}  best return {self.best_return:6.1f}  "
-            f"env steps {self.env_steps:>7}  wall time {self.wall_time:6.1f} s "
-            f"[process {self.process_time:6.1f} s]  {verdict}"
+            f"{self.name:<10} seed {self.seed}  best return {self.best_return:6.1f} at step "
+            f"{self.best_step}  env steps {self.env_steps:>7}  wall {self.wall_time:6.1f} s  "
+            f"cpu {self.time_text(self.cpu_time)} s  evaluations {self.evaluations}  {verdict}"
         )
 
 
@@ -71,7 +108,9 @@ def _run(command: list[str], name: str, seed: int, timeout: float) -> Run:
     env = dict(os.environ)
     env.pop("RL_MIND_FAST_TEST", None)
     env["RL_MIND_SEED"] = str(seed)
-    start = time.time()
+    env["OMP_NUM_THREADS"] = "1"
+    env["MKL_NUM_THREADS"] = "1"
+    env.setdefault("MPLBACKEND", "Agg")
     with tempfile.TemporaryDirectory(prefix="bench-practicals-") as outputs:
         # logs, checkpoints and videos of a run are thrown away unless RL_MIND_OUTPUTS is set
         env.setdefault("RL_MIND_OUTPUTS", outputs)
@@ -80,64 +119,127 @@ def _run(command: list[str], name: str, seed: int, timeout: float) -> Run:
                 command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired:
-            return Run(
-                name, seed, None, None, None, time.time() - start, f"timeout {timeout:.0f} s"
-            )
-    elapsed = time.time() - start
+            return Run(name, seed, error=f"timeout {timeout:.0f} s")
     match = RESULT.search(done.stdout)
     if match is None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return Run(name, seed, None, None, None, elapsed, " | ".join(tail))
+        return Run(name, seed, error=" | ".join(tail))
     return Run(
         name,
         seed,
-        float(match["best"]),
-        int(match["steps"]),
-        float(match["wall"]),
-        elapsed,
+        best_return=float(match["best"]),
+        best_step=int(match["step"]) if match["step"] != "None" else None,
+        env_steps=int(match["steps"]),
+        wall_time=float(match["wall"]),
+        evaluations=int(match["evals"]) if match["evals"] else None,
+        cpu_time=float(cpu["cpu"]) if (cpu := CPU_TIME.search(done.stdout)) else None,
+        capped="capped=1" in done.stdout,
     )
+
+
+def eval_settings(practical: str) -> tuple[int, int]:
+    """The practical's full-profile ``eval_every`` and ``eval_episodes``, from its source."""
+    source = (ROOT / "notebooks" / "src" / f"{practical}.py").read_text()
+    values = []
+    for field in ("eval_every", "eval_episodes"):
+        match = re.search(rf"{field}: int = Profile\.pick\(([\d_]+),", source)
+        if match is None:
+            raise ValueError(f"{practical}.py: no '{field}: int = Profile.pick(...)' line")
+        values.append(int(match[1]))
+    return values[0], values[1]
 
 
 def run_practical(name: str, seed: int, timeout: float) -> Run:
-    return _run(
-        [sys.executable, str(ROOT / "notebooks" / "src" / f"{name}.py")], name, seed, timeout
-    )
+    return _run([sys.executable, __file__, "--practical-worker", name], name, seed, timeout)
 
 
-def run_sb3_ppo(seed: int, timeout: float) -> Run:
-    return _run([sys.executable, __file__, "--sb3-ppo-worker", str(seed)], "sb3-ppo", seed, timeout)
+def practical_worker(name: str) -> None:
+    """Run the practical's source as a script, and print the CPU time of its training loop
+    (from the progress bar's creation, just before the loop, to its closing, just after)."""
+    import runpy
+
+    from rl_mind.notebook import ProgressBar
+
+    marks: list[float] = []
+    init, close = ProgressBar.__init__, ProgressBar.close
+
+    def timed_init(self: ProgressBar, *args: Any, **kwargs: Any) -> None:
+        marks.append(time.process_time())
+        init(self, *args, **kwargs)
+
+    def timed_close(self: ProgressBar) -> None:
+        marks.append(time.process_time())
+        close(self)
+
+    ProgressBar.__init__ = timed_init  # type: ignore[method-assign]
+    ProgressBar.close = timed_close  # type: ignore[method-assign]
+    source = ROOT / "notebooks" / "src" / f"{name}.py"
+    sys.argv = [str(source)]
+    runpy.run_path(str(source), run_name="__main__")
+    if len(marks) >= 2:
+        print(f"CPU_TIME {marks[1] - marks[0]:.2f}")
 
 
-def sb3_ppo_worker(seed: int) -> None:
-    """Train SB3 PPO (rl-zoo CartPole hyperparameters), evaluated by rl-mind's Evaluator."""
-    import torch
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
+def run_twin(algo: str, seed: int, every: int, episodes: int, cap: float) -> Run:
+    command = [sys.executable, __file__, "--sb3-worker", algo, str(seed), str(every)]
+    command += [str(episodes), str(cap)]
+    return _run(command, f"sb3-{algo}", seed, timeout=cap + 300)
+
+
+# ---------------------------------------------------------------------- the SB3 twins
+def _linear(start: float) -> Any:  # rl-zoo's lin_<value>: progress_remaining goes 1 -> 0
+    return lambda progress_remaining: progress_remaining * start
+
+
+def sb3_model(algo: str, seed: int) -> tuple[Any, str, int]:
+    """The SB3 twin (model, environment id, training budget) of ``algo``."""
+    import numpy as np
+    from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    import rl_mind.envs  # noqa: F401  (registers CartPoleContinuous-v1)
+
+    common: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0}
+    if algo == "dqn":  # rl-zoo dqn.yml, CartPole-v1 (one environment)
+        env = make_vec_env("CartPole-v1", n_envs=1, seed=seed)
+        model = DQN(
+            "MlpPolicy", env, learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
+            learning_starts=1_000, gamma=0.99, target_update_interval=10, train_freq=256,
+            gradient_steps=128, exploration_fraction=0.16, exploration_final_eps=0.04,
+            policy_kwargs={"net_arch": [256, 256]}, **common,
+        )  # fmt: skip
+        return model, "CartPole-v1", 50_000
+    if algo == "a2c":  # rl-zoo a2c.yml, CartPole-v1
+        env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+        return A2C("MlpPolicy", env, ent_coef=0.0, **common), "CartPole-v1", 500_000
+    if algo == "ppo":  # rl-zoo ppo.yml, CartPole-v1
+        env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+        model = PPO(
+            "MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
+            n_epochs=20, ent_coef=0.0, learning_rate=_linear(1e-3), clip_range=_linear(0.2),
+            **common,
+        )  # fmt: skip
+        return model, "CartPole-v1", 100_000
+    env_id = "CartPoleContinuous-v1"
+    env = make_vec_env(env_id, n_envs=1, seed=seed)
+    if algo == "td3":  # SB3's defaults, with the action noise of its documented example
+        noise = NormalActionNoise(mean=np.zeros(1), sigma=0.1 * np.ones(1))
+        return TD3("MlpPolicy", env, action_noise=noise, **common), env_id, 100_000
+    if algo == "sac":  # SB3's defaults
+        return SAC("MlpPolicy", env, **common), env_id, 100_000
+    raise ValueError(f"no SB3 twin for {algo!r}; expected one of {sorted(set(TWIN.values()))}")
+
+
+def sb3_worker(algo: str, seed: int, every: int, episodes: int, cap: float) -> None:
+    """Train the SB3 twin, evaluated by rl-mind's Evaluator, until the target or the cap."""
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
 
     from rl_mind import Actor, Evaluator
 
     torch.set_num_threads(1)
-
-    def linear(start: float):  # rl-zoo's lin_<value>: progress_remaining goes 1 -> 0
-        return lambda progress_remaining: progress_remaining * start
-
-    env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
-    model = PPO(
-        "MlpPolicy",
-        env,
-        n_steps=32,
-        batch_size=256,
-        gae_lambda=0.8,
-        gamma=0.98,
-        n_epochs=20,
-        ent_coef=0.0,
-        learning_rate=linear(1e-3),
-        clip_range=linear(0.2),
-        seed=seed,
-        device="cpu",
-        verbose=0,
-    )
+    model, env_id, budget = sb3_model(algo, seed)
 
     class PolicyActor(Actor):  # type: ignore[type-arg]
         def __init__(self) -> None:
@@ -145,55 +247,168 @@ def sb3_ppo_worker(seed: int) -> None:
             self.policy = model.policy
 
         def act(self, obs: torch.Tensor) -> torch.Tensor:
+            # the greedy action in the policy's space; the continuous twins act in [-1, 1],
+            # which is CartPoleContinuous-v1's action space
             return self.policy._predict(obs, deterministic=True)
 
-    evaluator = Evaluator("CartPole-v1", every=5_000, num_episodes=8)
+    evaluator = Evaluator(env_id, every=every, num_episodes=episodes)
     actor = PolicyActor()
+    start, start_cpu = time.time(), time.process_time()
+    capped = False
 
     class Evaluate(BaseCallback):
         def _on_step(self) -> bool:
+            nonlocal capped
             evaluator.run_if_needed(self.num_timesteps, actor)
-            return not (evaluator.best_reward is not None and evaluator.best_reward >= TARGET)
+            if evaluator.best_reward is not None and evaluator.best_reward >= TARGET:
+                return False
+            capped = time.time() - start > cap
+            return not capped
 
-    start = time.time()
-    model.learn(total_timesteps=150_000, callback=Evaluate())
-    wall_time = time.time() - start
+    model.learn(total_timesteps=budget, callback=Evaluate())
+    wall_time, cpu_time = time.time() - start, time.process_time() - start_cpu
     print(
-        f"RESULT practical=sb3-ppo best_return={evaluator.best_reward:.1f} "
-        f"best_step={evaluator.best_step} env_steps={model.num_timesteps} wall_time={wall_time:.1f}"
+        f"RESULT practical=sb3-{algo} best_return={evaluator.best_reward:.1f} "
+        f"best_step={evaluator.best_step} env_steps={model.num_timesteps} "
+        f"wall_time={wall_time:.1f} evaluations={len(evaluator.history)}"
+        + (" capped=1" if capped else "")
     )
+    print(f"CPU_TIME {cpu_time:.2f}")
+    evaluator.close()
+
+
+# ---------------------------------------------------------------------- the table
+def _value(run: Run, field: str) -> float | None:
+    if field == "steps":  # to the target, or all the steps of a run that did not reach it
+        return run.best_step if run.solved else run.env_steps
+    return getattr(run, field)  # type: ignore[no-any-return]
+
+
+def _ratio(ours: Run, twin: Run | None, field: str) -> str:
+    """ours / twin of ``field``; a twin that did not solve gives an upper bound ("<")."""
+    if twin is None or not ours.solved:
+        return "-"
+    mine, theirs = _value(ours, field), _value(twin, field)
+    if mine is None or not theirs:
+        return "-"
+    return f"{'' if twin.solved else '<'}{mine / theirs:.2f}"
+
+
+def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], Run]) -> str:
+    """Per practical and seed: ours and the twin's steps, wall and CPU seconds to the target,
+    and the ratios ours / twin; then per practical the verdicts on the two targets."""
+    header = (
+        f"{'practical':<9} {'seed':>4} | {'steps':>7} {'wall s':>6} {'cpu s':>6} {'evals':>5} | "
+        f"{'twin':<8} {'steps':>8} {'wall s':>6} {'cpu s':>6} | "
+        f"{'steps':>5} {'wall':>5} {'cpu':>5}"
+    )
+    bars = [i for i, char in enumerate(header) if char == "|"]
+    banner = f"{'':<{bars[0]}}| ours".ljust(bars[1]) + "| SB3 twin"
+    lines = [banner.ljust(bars[2]) + "| ours / twin", header, "-" * len(header)]
+    verdicts = []
+    for name in practicals:
+        twin_name = f"sb3-{TWIN[name]}"
+        walls, twin_walls, all_twins_solved, points = [], [], True, []
+        for seed in seeds:
+            ours, twin = runs.get((name, seed)), runs.get((twin_name, seed))
+            if ours is None:
+                continue
+            twin_cells = (
+                f"{twin_name:<8} {twin.steps_text():>8} {twin.time_text(twin.wall_time):>6} "
+                f"{twin.time_text(twin.cpu_time):>6}"
+                if twin is not None
+                else f"{'-':<8} {'':>8} {'':>6} {'':>6}"
+            )
+            lines.append(
+                f"{name:<9} {seed:>4} | {ours.steps_text():>7} "
+                f"{ours.time_text(ours.wall_time):>6} {ours.time_text(ours.cpu_time):>6} "
+                f"{ours.evaluations if ours.evaluations is not None else '-':>5} | {twin_cells} | "
+                f"{_ratio(ours, twin, 'steps'):>5} {_ratio(ours, twin, 'wall_time'):>5} "
+                f"{_ratio(ours, twin, 'cpu_time'):>5}"
+            )
+            walls.append(ours.wall_time if ours.solved and ours.wall_time else float("inf"))
+            if ours.solved and ours.evaluations is not None:
+                points.append(ours.evaluations - 1)  # the evaluations before the target's
+            if twin is not None and twin.wall_time is not None:
+                twin_walls.append(twin.wall_time)
+                all_twins_solved &= twin.solved
+        if not walls:
+            continue
+        fast = all(wall <= SOLVE_SECONDS for wall in walls)
+        verdict = f"{name}: every seed <= {SOLVE_SECONDS:g} s: {'yes' if fast else 'NO'}"
+        if twin_walls:
+            ratio = statistics.median(walls) / statistics.median(twin_walls)
+            bound = "" if all_twins_solved else "<"  # a twin that did not solve: a bound
+            holds = "yes" if ratio <= MAX_RATIO else ("NO" if not bound else "unknown (capped)")
+            verdict += (
+                f"; median {statistics.median(walls):.1f} s vs {twin_name} "
+                f"{statistics.median(twin_walls):.1f} s: ratio {bound}{ratio:.2f} "
+                f"(<= {MAX_RATIO:g}: {holds})"
+            )
+        if points:
+            dense = min(points) >= MIN_POINTS
+            verdict += (
+                f"; >= {MIN_POINTS} evaluations before the target: {'yes' if dense else 'NO'}"
+            )
+        verdicts.append(verdict)
+    return "\n".join([*lines, "", *verdicts])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--practicals", nargs="+", default=PRACTICALS, choices=PRACTICALS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
-    parser.add_argument("--no-sb3", action="store_true", help="skip the SB3 PPO comparison")
-    parser.add_argument("--sb3-ppo-worker", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--processes", type=int, default=1, help="runs at a time")
+    parser.add_argument("--cap", type=float, default=600.0, help="seconds for an SB3 twin")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per practical")
+    parser.add_argument("--no-sb3", action="store_true", help="skip the SB3 twins")
+    parser.add_argument("--json", type=Path, default=None, help="write the runs there")
+    parser.add_argument("--sb3-worker", nargs=5, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--practical-worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.sb3_ppo_worker is not None:
-        sb3_ppo_worker(args.sb3_ppo_worker)
+    if args.sb3_worker is not None:
+        algo, seed, every, episodes, cap = args.sb3_worker
+        sb3_worker(algo, int(seed), int(every), int(episodes), float(cap))
         return 0
+    if args.practical_worker is not None:
+        practical_worker(args.practical_worker)
+        return 0
+    if args.processes < 1:
+        parser.error(f"--processes must be >= 1, got {args.processes}")
 
-    runs: list[Run] = []
-    for name in args.practicals:
-        for seed in args.seeds:
-            run = run_practical(name, seed, args.timeout)
-            print(run.line(), flush=True)
-            runs.append(run)
-            if name == "ppo" and not args.no_sb3:
-                baseline = run_sb3_ppo(seed, args.timeout)
-                print(baseline.line(), flush=True)
-                runs.append(baseline)
-                if run.wall_time and baseline.wall_time and run.solved and baseline.solved:
-                    print(
-                        f"{'':<10} seed {seed}  wall-time ratio rl-mind PPO / SB3 PPO = "
-                        f"{run.wall_time / baseline.wall_time:.2f}",
-                        flush=True,
-                    )
-    failed = [run for run in runs if not run.solved or (run.wall_time or 0) > 600]
-    print(f"\n{len(runs) - len(failed)}/{len(runs)} runs reached {TARGET:g} within 10 minutes")
+    jobs: dict[tuple[str, int], Any] = {}
+    twins_done: set[tuple[str, int]] = set()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.processes) as pool:
+        for name in args.practicals:
+            every, episodes = eval_settings(name)
+            for seed in args.seeds:
+                jobs[(name, seed)] = pool.submit(run_practical, name, seed, args.timeout)
+                twin = (f"sb3-{TWIN[name]}", seed)
+                if not args.no_sb3 and twin not in twins_done:
+                    twins_done.add(twin)
+                    jobs[twin] = pool.submit(run_twin, TWIN[name], seed, every, episodes, args.cap)
+        for future in concurrent.futures.as_completed(jobs.values()):
+            print(future.result().line(), flush=True)
+    runs = {key: future.result() for key, future in jobs.items()}
+    print(
+        f"\nsteps and seconds to the target {TARGET:g} (the first evaluation to reach it); "
+        f"one torch thread per run, {args.processes} run(s) at a time on {os.cpu_count()} "
+        f"cores; REINFORCE's twin is SB3 A2C (SB3 has no REINFORCE)\n"
+    )
+    print(table(args.practicals, args.seeds, runs))
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "processes": args.processes,
+                    "cores": os.cpu_count(),
+                    "cap": args.cap,
+                    "runs": [asdict(run) for run in runs.values()],
+                },
+                indent=1,
+            )
+        )
+    failed = [run for key, run in runs.items() if key[0] in PRACTICALS and not run.solved]
     return 1 if failed else 0
 
 

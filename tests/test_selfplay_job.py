@@ -554,11 +554,6 @@ def test_a_longer_budget_trains_a_finished_run_on_with_one_video(extended_run: P
     assert '"minutes": 0.04' in (extended_run / "config.json").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="train_for (rl_mind/selfplay/trainer.py) evaluates at once when it starts, also "
-    "when the run's last evaluation was made at this very update",
-)
 def test_a_longer_budget_does_not_evaluate_the_last_update_twice(extended_run: Path) -> None:
     updates = _evaluated_updates(extended_run)
     assert updates == sorted(set(updates))

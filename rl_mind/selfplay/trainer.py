@@ -724,9 +724,11 @@ def train_for(
                        disable=None if progress is None else not progress)  # fmt: skip
     try:
         next_evaluation = trainer.train_seconds  # at once: the start of the curves
+        evaluation = trainer.eval_history[-1] if trainer.eval_history else {}
         while True:
             finished = trainer.train_seconds >= budget or trainer.updates >= limit
-            if finished or trainer.train_seconds >= next_evaluation:  # (and a final one)
+            due = finished or trainer.train_seconds >= next_evaluation  # (and a final one)
+            if due and evaluation.get("updates") != trainer.updates:  # (resumed: not twice)
                 evaluation = trainer.evaluate()
                 for name in (*(f"win_rate_vs_{bot}" for bot in BOTS), "online_elo"):
                     writer.add_scalar(f"charts/{name}", evaluation[name], trainer.env_steps)

@@ -214,3 +214,21 @@ def test_pictures_values_arrows_walls_goal_and_sweeps() -> None:
         plot_maze(gym.make("CartPole-v1"))
     assert rl_mind.envs.ACTION_NAMES == ("north", "south", "east", "west")
     plt.close("all")
+
+
+def test_0_4s_other_drawing_and_its_retired_methods() -> None:
+    maze = gym.make("MazeMDP-v0", kwargs={"width": 5, "height": 4, "ratio": 0.2, "seed": 3})
+    inner = maze.unwrapped
+    assert isinstance(inner, MazeMDPEnv)
+    v = value_iteration(inner)
+    inner.draw_v_pi_a(v, np.zeros(inner.nb_states, np.int64), agent_pos=0, title="0.4")
+    assert plt.gca().get_title() == "0.4"
+    plt.close("all")
+    with pytest.raises(AttributeError, match=r"set_timeout .*max_episode_steps"):
+        inner.set_timeout(10)
+    with pytest.raises(AttributeError, match=r"sample_transition .*env\.P\[s, a\]"):
+        inner.sample_transition()
+    with pytest.raises(AttributeError, match="plot_maze"):
+        inner.set_render_func(print)
+    with pytest.raises(AttributeError, match="has no attribute 'not_a_method'"):
+        inner.not_a_method  # noqa: B018

@@ -318,9 +318,36 @@ class MazeMDPEnv(gym.Env[np.int64, np.int64]):
         _no_recorder(recorder)
         plot_maze(self, values=v, policy=policy, title=title or self.title)
 
+    def draw_v_pi_a(
+        self, v: Any, policy: Any, agent_pos: int, title: str | None = None, recorder: Any = None
+    ) -> None:
+        """Draw a value function, a policy and the agent (in state ``agent_pos``) on one figure."""
+        _no_recorder(recorder)
+        plot_maze(self, values=v, policy=policy, agent=agent_pos, title=title or self.title)
+
     def set_title(self, title: str) -> None:
         """The title of the ``draw_*`` figures."""
         self.title = title
+
+    def __getattr__(self, name: str) -> Any:
+        # (only reached for names the maze lacks: rl-mind 0.4's retired methods say what to use)
+        if name in _RETIRED_04:
+            raise AttributeError(f"MazeMDPEnv.{name} (rl-mind 0.4) is gone: {_RETIRED_04[name]}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+_DRAW = "draw with rl_mind.envs.plot_maze(env, values=..., policy=..., agent=...)"
+_RETIRED_04 = {
+    "set_render_func": _DRAW,
+    "render_mdp": _DRAW,
+    "init_draw": _DRAW,
+    "set_no_agent": "plot_maze draws the agent only when given agent=state",
+    "set_timeout": 'set the step limit when making it: gymnasium.make("MazeMDP-v0", '
+    "max_episode_steps=N)",
+    "sample_transition": "sample from the model: next state ~ env.P[s, a] (a distribution over "
+    "states), reward env.r[s, a]",
+    "seed": "seed with env.reset(seed=...)",
+}
 
 
 def _no_recorder(recorder: Any) -> None:

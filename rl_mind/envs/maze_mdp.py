@@ -148,23 +148,7 @@ class MazeMDPEnv(gym.Env[np.int64, np.int64]):
             if not self._navigable():
                 raise ValueError("MazeMDP: the goal cannot be reached from every state")
         else:
-            ratio = 0.2 if ratio is None else ratio
-            if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio < 1:
-                raise ValueError(f"MazeMDP: ratio must be a number in [0, 1), got {ratio!r}")
-            if terminal_states is not None:
-                raise ValueError("MazeMDP: terminal_states needs explicit walls (a random "
-                                 "maze's goal is its last state)")  # fmt: skip
-            if seed is not None:
-                seed = _as_int(seed, "seed")
-            # 0.4's draw (Python's random.sample), so that a seed gives 0.4's maze
-            rng = random.Random(seed)
-            n_walls = round(ratio * size)
-            if n_walls > size - 2:
-                raise ValueError(f"MazeMDP: ratio {ratio} leaves fewer than 2 free cells")
-            while True:
-                self._build(rng.sample(range(size), n_walls), None)
-                if self._navigable():
-                    break
+            self._random_maze(ratio, seed, terminal_states)
         n = self.nb_states
         starts = (
             [s for s in range(n) if s not in self.terminal_states]
@@ -182,6 +166,26 @@ class MazeMDPEnv(gym.Env[np.int64, np.int64]):
         self.state: int | None = None
 
     # ------------------------------------------------------------------ the model
+    def _random_maze(self, ratio: Any, seed: Any, terminal_states: Any) -> None:
+        """Random walls, drawn as 0.4 drew them, so that a seed gives 0.4's maze."""
+        size = self.width * self.height
+        ratio = 0.2 if ratio is None else ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio < 1:
+            raise ValueError(f"MazeMDP: ratio must be a number in [0, 1), got {ratio!r}")
+        if terminal_states is not None:
+            raise ValueError("MazeMDP: terminal_states needs explicit walls (a random "
+                             "maze's goal is its last state)")  # fmt: skip
+        if seed is not None:
+            seed = _as_int(seed, "seed")
+        rng = random.Random(seed)  # (Python's random.sample, as 0.4)
+        n_walls = round(ratio * size)
+        if n_walls > size - 2:
+            raise ValueError(f"MazeMDP: ratio {ratio} leaves fewer than 2 free cells")
+        while True:
+            self._build(rng.sample(range(size), n_walls), None)
+            if self._navigable():
+                break
+
     def _build(self, walls: list[int], terminal_states: Sequence[int] | None) -> None:
         self.walls = sorted(walls)
         wall = set(walls)
@@ -375,6 +379,21 @@ def _maze(maze: Any) -> MazeMDPEnv:
     return inner
 
 
+def _actions(policy: Any, n: int) -> np.ndarray:
+    """``[S]`` actions, or the argmax of ``[S, A]`` probabilities or Q-values, checked."""
+    pi = _numpy(policy, "policy")
+    if pi.ndim == 2 and pi.shape[0] == n:
+        pi = pi.argmax(axis=1)
+    if pi.shape != (n,) or not np.issubdtype(pi.dtype, np.integer):
+        raise ValueError(
+            f"plot_maze: policy must be [{n}] actions or [{n}, A], got {list(pi.shape)} "
+            f"of {pi.dtype}"
+        )
+    if bad := sorted({int(a) for a in pi if not 0 <= a < len(_MOVES)}):
+        raise ValueError(f"plot_maze: actions must be in 0..3, got {bad}")
+    return pi
+
+
 def plot_maze(
     maze: Any,
     values: Any = None,
@@ -425,16 +444,7 @@ def plot_maze(
         free = np.where(env.state_grid >= 0, 1.0, 0.0)
         ax.imshow(free, cmap="gray", vmin=-0.3, vmax=1.0)
     if policy is not None:
-        pi = _numpy(policy, "policy")
-        if pi.ndim == 2 and pi.shape[0] == n:
-            pi = pi.argmax(axis=1)
-        if pi.shape != (n,) or not np.issubdtype(pi.dtype, np.integer):
-            raise ValueError(
-                f"plot_maze: policy must be [{n}] actions or [{n}, A], got {list(pi.shape)} "
-                f"of {pi.dtype}"
-            )
-        if bad := sorted({int(a) for a in pi if not 0 <= a < len(_MOVES)}):
-            raise ValueError(f"plot_maze: actions must be in 0..3, got {bad}")
+        pi = _actions(policy, n)
         moving = [s for s in range(n) if s not in env.terminal_states]
         dx = np.array([_MOVES[pi[s]][0] for s in moving], dtype=float)
         dy = np.array([_MOVES[pi[s]][1] for s in moving], dtype=float)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 
 import gymnasium
 import pytest
@@ -18,9 +19,12 @@ from rl_mind import VecEnv
     ("env_id", "module", "extra"),
     [("LunarLander-v3", "Box2D", "box2d"), ("HalfCheetah-v5", "mujoco", "mujoco")],
 )
-def test_a_vecenv_steps_the_extras_environments(env_id: str, module: str, extra: str) -> None:
+def test_a_vecenv_steps_the_extras_environments(
+    env_id: str, module: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if importlib.util.find_spec(module) is None:
         pytest.skip(f'{module} is not installed: pip install "rl-mind[{extra}]"')
+    monkeypatch.chdir(tmp_path)  # (MuJoCo writes its MUJOCO_LOG.TXT into the working folder)
     with VecEnv(env_id, 2, seed=0) as env:
         obs = env.reset()
         assert obs.shape == (2, env.observation_dim)

@@ -180,8 +180,9 @@ check_greedy_policy(greedy_policy)
 # policy no longer changes: it is then optimal (the policy improvement theorem).
 
 # %%
-policy = uniform
-for iteration in range(1, 101):
+policy, iteration = uniform, 0
+while iteration < 100:
+    iteration += 1
     v_policy = policy_evaluation(P, r, gamma, terminal, policy, config.tolerance)
     improved = greedy_policy(P, r, gamma, terminal, v_policy)
     if torch.equal(improved, policy):

@@ -120,8 +120,13 @@ def _save_best_actor(best: nn.Module, result: EvalResult, path: Path) -> None:
                       f"next run_if_needed evaluates again") from error  # fmt: skip
 
 
-def _deprecated(message: str) -> None:
-    warnings.warn(f"{message} (rl-mind 0.4's spelling)", DeprecationWarning, stacklevel=3)
+def _deprecated(message: str, stacklevel: int = 3) -> None:
+    warnings.warn(f"{message} (rl-mind 0.4's spelling)", DeprecationWarning, stacklevel=stacklevel)
+
+
+def _short_repr(value: object) -> str:
+    """A 0.4 argument as a warning shows it: a number, a flag or a string as itself."""
+    return repr(value) if value is None or isinstance(value, (int, float, str)) else "..."
 
 
 class Evaluator(Generic[ActionT]):
@@ -340,7 +345,7 @@ class Evaluator(Generic[ActionT]):
     def visualize_best(
         self,
         directory: str | os.PathLike[str] | None = None,
-        *,
+        *legacy: Any,
         seed: int | None = None,
         max_steps: int = 1000,
         fps: float | None = None,
@@ -352,15 +357,13 @@ class Evaluator(Generic[ActionT]):
         notebook, the file path printed from a script. The video goes to ``directory``
         (default: ``run_dir``, else ``outputs_directory()/videos``); returns its path.
 
-        ``video``, ``trimmer`` and ``width`` (rl-mind 0.4's) are accepted with a
-        ``DeprecationWarning``."""
-        if isinstance(directory, bool):  # (0.4's first argument: visualize_best(True))
-            directory, video = None, directory
-        if video is not None or trimmer is not None or width is not None:
-            _deprecated("visualize_best(video=..., trimmer=..., width=...): call "
-                        "visualize_best(), which always films a video now and shows it "
-                        "inline in a notebook (trimmer and width, of 0.4's player, are "
-                        "ignored)")  # fmt: skip
+        rl-mind 0.4's calls work, with a ``DeprecationWarning`` that names the new spelling:
+        its positional arguments ``visualize_best(video, seed, trimmer, fps, width)``
+        (``visualize_best(True, 3)``), and the keywords ``video``, ``trimmer`` and ``width``
+        (ignored: a video is always filmed, and 0.4's player is gone)."""
+        directory, seed, fps = self._visualize_best_04(
+            directory, legacy, seed=seed, fps=fps, video=video, trimmer=trimmer, width=width
+        )
         if self.best_actor is None:
             raise RuntimeError("Evaluator.visualize_best: no evaluation has run yet, so there is "
                                "no best actor; call run_if_needed(steps, actor) first")  # fmt: skip
@@ -374,6 +377,48 @@ class Evaluator(Generic[ActionT]):
                             name=f"best-{self.env.env_name}", **kwargs)  # fmt: skip
         video_display(path)
         return path
+
+    @staticmethod
+    def _visualize_best_04(
+        directory: Any, legacy: tuple[Any, ...], **keywords: Any
+    ) -> tuple[str | os.PathLike[str] | None, int | None, float | None]:
+        """``visualize_best``'s arguments as (directory, seed, fps), 0.4's calls translated
+        (its signature was ``visualize_best(video=False, seed=0, trimmer=None, fps=30,
+        width="400px")``) with a warning that names the new spelling."""
+        old_names = ("video", "seed", "trimmer", "fps", "width")
+        if isinstance(directory, bool):  # (0.4's first argument: visualize_best(True))
+            positional = (directory, *legacy)
+            directory = None
+        elif legacy:
+            raise TypeError(f"Evaluator.visualize_best takes one positional argument, the "
+                            f"directory, and got {1 + len(legacy)}; seed, max_steps and fps "
+                            f"are keyword arguments")  # fmt: skip
+        else:
+            positional = ()
+        if directory is not None and not isinstance(directory, (str, os.PathLike)):
+            raise TypeError(f"Evaluator.visualize_best: directory must be a path (str or "
+                            f"os.PathLike) or None, not {type(directory).__name__}")  # fmt: skip
+        if len(positional) > len(old_names):
+            raise TypeError(f"Evaluator.visualize_best: rl-mind 0.4's call took at most "
+                            f"{len(old_names)} positional arguments ({', '.join(old_names)}), "
+                            f"got {len(positional)}")  # fmt: skip
+        for name, value in zip(old_names, positional):
+            if keywords[name] is not None:
+                raise TypeError(f"Evaluator.visualize_best got two values for {name}: "
+                                f"{value!r} (0.4's positional argument) and {name}="
+                                f"{keywords[name]!r}")  # fmt: skip
+            keywords[name] = value
+        if positional or any(keywords[name] is not None for name in ("video", "trimmer", "width")):
+            given = {name: keywords[name] for name in old_names if keywords[name] is not None}
+            kept = ", ".join(f"{name}={given[name]!r}" for name in ("seed", "fps") if name in given)
+            old = ", ".join([*map(_short_repr, positional),
+                             *(f"{name}={_short_repr(value)}" for name, value in given.items()
+                               if name not in old_names[: len(positional)])])  # fmt: skip
+            _deprecated(f"visualize_best({old}): call visualize_best({kept}), which always "
+                        f"films a video now and shows it inline in a notebook (video is "
+                        f"ignored, and trimmer and width, of 0.4's player, are ignored)",
+                        stacklevel=4)  # fmt: skip
+        return directory, keywords["seed"], keywords["fps"]
 
     def close(self) -> None:
         """Close the environment and the writer if the evaluator made them. Idempotent."""

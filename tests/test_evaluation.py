@@ -407,6 +407,40 @@ def test_visualize_best_takes_rl_mind_0_4_video_argument_with_a_warning(
     assert str(player) in capsys.readouterr().out
 
 
+def test_visualize_best_takes_every_rl_mind_0_4_positional_call_with_the_new_spelling(
+    tmp_path: Path,
+) -> None:
+    # 0.4's signature: visualize_best(video=False, seed=0, trimmer=None, fps=30, width="400px")
+    calls: list[tuple[tuple[Any, ...], dict[str, Any], str, int]] = [
+        ((True, 3), {}, r"visualize_best\(True, 3\): call visualize_best\(seed=3\)", 3),
+        ((False, 2, None, 30), {}, r"call visualize_best\(seed=2, fps=30\)", 2),
+        ((True, 1, None, 24, "400px"), {}, r"call visualize_best\(seed=1, fps=24\)", 1),
+        ((True,), {"seed": 4}, r"visualize_best\(True, seed=4\): call visualize_best\(seed=4\)", 4),
+        ((), {"video": True, "fps": 12}, r"call visualize_best\(fps=12\)", 0),
+    ]
+    with Evaluator(PAINT_ID, every=10, run_dir=tmp_path, num_episodes=2) as evaluator:
+        evaluator.run(0, BiasActor())
+        for args, kwargs, new_spelling, seed in calls:
+            with pytest.warns(DeprecationWarning, match=new_spelling) as caught:
+                path = evaluator.visualize_best(*args, **kwargs)
+            assert caught[0].filename == __file__  # (the warning points at the call)
+            assert path.is_file() and path.parent == tmp_path.resolve()
+            assert len(read_video(path)[1]) == paint_length(seed) + 1, (args, kwargs)
+
+
+def test_visualize_best_refuses_calls_that_are_neither_0_4_nor_new_ones(tmp_path: Path) -> None:
+    with Evaluator(PAINT_ID, every=10, run_dir=tmp_path, num_episodes=2) as evaluator:
+        evaluator.run(0, BiasActor())
+        with pytest.raises(TypeError, match="one positional argument, the directory"):
+            evaluator.visualize_best(tmp_path, 3)
+        with pytest.raises(TypeError, match="directory must be a path.*not int"):
+            evaluator.visualize_best(3)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="at most 5 positional arguments"):
+            evaluator.visualize_best(True, 0, None, 30, "400px", 1)
+        with pytest.raises(TypeError, match="two values for seed"):
+            evaluator.visualize_best(True, 3, seed=4)
+
+
 def test_evaluator_run_with_only_an_actor_is_rl_mind_0_4_call_and_records_nothing() -> None:
     with Evaluator(PAINT_ID, every=10, num_episodes=3) as evaluator:
         with pytest.warns(DeprecationWarning, match=r"call evaluator\.run\(steps, actor\)"):

@@ -24,9 +24,11 @@ assignment** (``COURSE_DIR/source/<name>/<name>.ipynb``): the cells holding a so
 region are solution cells, the check cells (``check_xxx(xxx)``) autograded test cells worth
 one point per function checked (a check declared in the source, its ``points``), or
 ``points`` set in the source's cell header (``# %% points=2``), and every other cell is
-locked. The teacher then runs ``nbgrader generate_assignment`` and ``nbgrader autograde``
-as they are; with :func:`nbgrader_preprocessors` in the course's configuration, the
-released stubs say what to write, as the student notebook's do.
+locked. The command also writes the course's ``nbgrader_config.py`` where it has none, or
+adds one setting to the teacher's (:func:`configure_nbgrader_course`): nbgrader's
+``ClearSolutions`` replaced by :func:`nbgrader_preprocessors`' own, so that the released
+stubs say what to write, as the student notebook's do. The teacher then runs
+``nbgrader generate_assignment`` and ``nbgrader autograde`` as they are.
 
 A check the source declares (``check_f = Check("f", ...)``, see
 :mod:`rl_mind.checks.teacher`) gets its cases, computed from the reference solution, written
@@ -52,6 +54,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -63,7 +66,9 @@ __all__ = [
     "BEGIN_SOLUTION",
     "END_SOLUTION",
     "REFERENCE_PRACTICALS",
+    "NBGRADER_CONFIG",
     "PracticalNotebooks",
+    "configure_nbgrader_course",
     "generate_nbgrader_assignment",
     "generate_notebooks",
     "install_check",
@@ -422,7 +427,8 @@ def nbgrader_preprocessors() -> list[Any]:
     """The preprocessors of ``nbgrader generate_assignment`` with the stubs of the student
     notebook: each solution region becomes the ``NotImplementedError`` that says what to
     write, as in the notebook of ``rl-mind practical``, instead of nbgrader's bare
-    ``raise NotImplementedError()``. In the course's ``nbgrader_config.py``::
+    ``raise NotImplementedError()``. ``rl-mind practical --nbgrader`` writes it into the
+    course's ``nbgrader_config.py`` (:func:`configure_nbgrader_course`)::
 
         from rl_mind.practicals import nbgrader_preprocessors
         c.GenerateAssignment.preprocessors = nbgrader_preprocessors()
@@ -527,7 +533,65 @@ def generate_nbgrader_assignment(source: str | Path, course_dir: str | Path) -> 
     text = render_nbgrader(source.read_text(encoding="utf-8"), name=source.stem)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
+    configure_nbgrader_course(course_dir)
     return target
+
+
+#: The course's nbgrader configuration file, which nbgrader reads from the folder it runs in.
+NBGRADER_CONFIG = "nbgrader_config.py"
+_PREPROCESSORS_SETTING = "c.GenerateAssignment.preprocessors = nbgrader_preprocessors()"
+_OWN_PREPROCESSORS = re.compile(r"^\s*c\.GenerateAssignment\.preprocessors\s*[+]?=", re.M)
+
+
+def configure_nbgrader_course(course_dir: str | Path) -> str:
+    """Make ``nbgrader generate_assignment`` in ``course_dir`` write the student notebook's
+    stubs (:func:`nbgrader_preprocessors`); returns what was done, in a sentence.
+
+    - No ``nbgrader_config.py``: writes one, with the course id (the folder's name, as
+      ``nbgrader quickstart`` does), 120 seconds per cell, and the setting.
+    - A configuration that already uses :func:`nbgrader_preprocessors`: left as it is.
+    - A configuration of the teacher's without ``GenerateAssignment.preprocessors``: the
+      setting is appended to it, under a comment; nothing else changes.
+    - A configuration that sets its own ``GenerateAssignment.preprocessors``: left as it is
+      (nbgrader's stubs are then bare, ``raise NotImplementedError()``); the sentence
+      returned says so and what to write.
+    """
+    course = Path(course_dir)
+    config = course / NBGRADER_CONFIG
+    if config.is_dir():
+        raise ValueError(f"{config} is a folder; nbgrader reads its settings from a file there")
+    setting = f"from rl_mind.practicals import nbgrader_preprocessors\n\n{_PREPROCESSORS_SETTING}\n"
+    why = "# the released stubs say what to write, as the student notebooks' do (rl-mind)\n"
+    if not config.exists():
+        course.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            f"# nbgrader's settings for this course, written by `rl-mind practical --nbgrader`:\n"
+            f"# edit them freely (https://nbgrader.readthedocs.io, its configuration options).\n"
+            f"from rl_mind.practicals import nbgrader_preprocessors\n\n"
+            f"c = get_config()\n"
+            f"c.CourseDirectory.course_id = {json.dumps(course.resolve().name)}"
+            f"  # the folder's name, as `nbgrader quickstart` does\n"
+            f"c.Execute.timeout = 120  # seconds per cell\n"
+            f"{why}{_PREPROCESSORS_SETTING}\n",
+            encoding="utf-8",
+        )
+        return f"wrote {config} (the released stubs say what to write)"
+    text = config.read_text(encoding="utf-8")
+    if "nbgrader_preprocessors" in text:
+        return f"{config} already uses nbgrader_preprocessors()"
+    if _OWN_PREPROCESSORS.search(text):
+        return (
+            f"warning: {config} sets its own c.GenerateAssignment.preprocessors, left as it "
+            f"is: the released stubs will be nbgrader's bare `raise NotImplementedError()`. "
+            f"For stubs that say what to write, set instead `{_PREPROCESSORS_SETTING}` "
+            f"(from rl_mind.practicals import nbgrader_preprocessors)"
+        )
+    separator = "" if text.endswith("\n") or not text else "\n"
+    config.write_text(
+        f"{text}{separator}\n# added by `rl-mind practical --nbgrader`: {why[2:]}{setting}",
+        encoding="utf-8",
+    )
+    return f"added `{_PREPROCESSORS_SETTING}` to {config} (the released stubs say what to write)"
 
 
 def stale_notebooks(
@@ -699,17 +763,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{len(args.sources)} practical(s) up to date")
             return 0
         if args.nbgrader is not None:
+            configured = configure_nbgrader_course(args.nbgrader)
             for source in args.sources:
                 path = generate_nbgrader_assignment(source, args.nbgrader)
                 print(f"{source} -> {path} (nbgrader source assignment)")
+            print(configured, file=sys.stderr if configured.startswith("warning") else sys.stdout)
             names = " ".join(sorted({Path(source).stem for source in args.sources}))
             print(
                 f"next, in {args.nbgrader}: `nbgrader generate_assignment NAME` for each of "
                 f"{names}, and once the submissions are in, "
                 f"`RL_MIND_FAST_TEST=1 nbgrader autograde NAME` (the training cells then run "
-                f"at the fast-test budgets). So that the released stubs say what to write, "
-                f"nbgrader_config.py sets `c.GenerateAssignment.preprocessors = "
-                f"nbgrader_preprocessors()` (from rl_mind.practicals)"
+                f"at the fast-test budgets)"
             )
             return 0
         for source in args.sources:

@@ -53,16 +53,63 @@ def submit(course: Path, student: str, solutions: dict[str, str], name: str = "d
 
 
 def new_course(tmp_path: Path, name: str) -> Path:
-    """A course folder holding the practical ``name`` as a generated assignment."""
+    """A course folder holding the practical ``name`` as a generated assignment, made with
+    the guide's commands and nothing else (the command writes nbgrader_config.py)."""
     course = tmp_path / "course"
     assert main([str(SOURCES / f"{name}.py"), "--nbgrader", str(course)]) == 0
-    (course / "nbgrader_config.py").write_text(
-        "from rl_mind.practicals import nbgrader_preprocessors\n\n"
-        'c = get_config()\nc.CourseDirectory.course_id = "rl-course"\nc.Execute.timeout = 120\n'
-        "c.GenerateAssignment.preprocessors = nbgrader_preprocessors()\n"
-    )
     nbgrader(course, "generate_assignment", name)
     return course
+
+
+def stubs(notebook: nbformat.NotebookNode) -> list[str]:
+    """The stub lines of a notebook: its ``NotImplementedError`` and ``YOUR CODE HERE`` lines."""
+    return [
+        line.strip()
+        for cell in notebook.cells
+        for line in cell.source.split("\n")
+        if "NotImplementedError" in line or "YOUR CODE HERE" in line
+    ]
+
+
+def student_notebook(name: str) -> nbformat.NotebookNode:
+    text = (SOURCES / f"{name}.py").read_text()
+    return nbformat.reads(render_notebooks(text, name=name).student, 4)
+
+
+def test_the_guide_grades_with_these_commands_and_writes_no_configuration_by_hand() -> None:
+    guide = (ROOT / "docs" / "guide" / "grading.md").read_text()
+    block = guide.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [
+        line.strip() for line in block.splitlines() if line.strip() and not line.startswith("#")
+    ]
+    assert commands[:4] == [  # what new_course and the tests below run, in this order
+        "rl-mind practical notebooks/src/dqn.py --nbgrader course",
+        "cd course",
+        "nbgrader generate_assignment dqn",
+        "RL_MIND_FAST_TEST=1 nbgrader autograde dqn",
+    ]
+    assert "nbgrader_config.py" not in "\n".join(commands)
+
+
+def test_a_teachers_own_configuration_gets_the_stubs_setting_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    # a course that has its settings already (as `nbgrader quickstart` writes them)
+    course = tmp_path / "course"
+    course.mkdir()
+    own = 'c = get_config()\nc.CourseDirectory.course_id = "rl-2026"\n# c.Execute.timeout = 30'
+    (course / "nbgrader_config.py").write_text(own)
+    assert main([str(SOURCES / "dqn.py"), "--nbgrader", str(course)]) == 0
+    config = (course / "nbgrader_config.py").read_text()
+    assert config.startswith(own + "\n")
+    nbgrader(course, "generate_assignment", "dqn")
+    release = nbformat.read(course / "release" / "dqn" / "dqn.ipynb", as_version=4)
+    assert stubs(release) == stubs(student_notebook("dqn"))
+    assert "raise NotImplementedError()" not in stubs(release)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert [a.name for a in gradebook.assignments] == ["dqn"]
+    assert main([str(SOURCES / "dqn.py"), "--nbgrader", str(course)]) == 0
+    assert (course / "nbgrader_config.py").read_text() == config  # (added once)
 
 
 @pytest.mark.slow
@@ -84,18 +131,7 @@ def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_les
     assert "raise NotImplementedError()" not in released
     # the stubs say what to write, as the student notebook's do, line for line
     release = nbformat.read(course / "release" / "dqn" / "dqn.ipynb", as_version=4)
-    student = nbformat.reads(
-        render_notebooks((SOURCES / "dqn.py").read_text(), name="dqn").student, 4
-    )
-
-    def stubs(notebook: nbformat.NotebookNode) -> list[str]:
-        return [
-            line.strip()
-            for cell in notebook.cells
-            for line in cell.source.split("\n")
-            if "NotImplementedError" in line or "YOUR CODE HERE" in line
-        ]
-
+    student = student_notebook("dqn")
     assert stubs(release) == stubs(student) and len(stubs(student)) == 4
     assert any(
         line.startswith("raise NotImplementedError(")

@@ -23,11 +23,13 @@ import pytest
 import rl_mind
 from rl_mind.__main__ import main as rl_mind_main
 from rl_mind.practicals import (
+    configure_nbgrader_course,
     generate_nbgrader_assignment,
     generate_notebooks,
     install_check,
     install_line,
     main,
+    nbgrader_preprocessors,
     render_nbgrader,
     render_notebooks,
     stale_notebooks,
@@ -318,6 +320,66 @@ def test_the_command_writes_an_nbgrader_source_assignment(
     assert generate_nbgrader_assignment(source, course) == path
     with pytest.raises(SystemExit):  # one mode at a time
         main([str(source), "--nbgrader", str(course), "--check"])
+
+
+def test_the_command_writes_the_course_s_nbgrader_config_with_the_stubs_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "demo.py"
+    source.write_text(SOURCE_WITH_POINTS)
+    course = tmp_path / "course"
+    assert main([str(source), "--nbgrader", str(course)]) == 0
+    assert "wrote " in capsys.readouterr().out
+    config = (course / "nbgrader_config.py").read_text()
+    # the file the grading guide shows, line for line, after its two comment lines
+    guide = (ROOT / "docs" / "guide" / "grading.md").read_text()
+    shown = guide.split("step 1 writes it:\n\n```python {.no-run}\n", 1)[1].split("```", 1)[0]
+    assert config.split("\n", 2)[2] == shown
+    # nbgrader's loader runs it: c given, get_config() the same object
+    namespace: dict[str, Any] = {}
+    from traitlets.config import Config
+
+    settings = Config()
+    namespace.update(c=settings, get_config=lambda: settings)
+    exec(compile(config, "nbgrader_config.py", "exec"), namespace)
+    assert settings.CourseDirectory.course_id == "course"
+    written = [step.__name__ for step in settings.GenerateAssignment.preprocessors]
+    assert written == [step.__name__ for step in nbgrader_preprocessors()]
+    assert "ClearSolutionsWithMessages" in written
+    # never overwritten
+    (course / "nbgrader_config.py").write_text(config + "c.Execute.timeout = 60\n")
+    assert "already uses" in configure_nbgrader_course(course)
+    assert (course / "nbgrader_config.py").read_text().endswith("c.Execute.timeout = 60\n")
+
+
+def test_a_teacher_s_nbgrader_config_gets_the_setting_once_and_its_own_list_is_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "demo.py"
+    source.write_text(SOURCE_WITH_POINTS)
+    config = tmp_path / "nbgrader_config.py"
+    own = 'c = get_config()\nc.CourseDirectory.course_id = "rl"\n# c.GenerateAssignment.preprocessors = []'
+    config.write_text(own)
+    assert "added `c.GenerateAssignment.preprocessors" in configure_nbgrader_course(tmp_path)
+    added = config.read_text()
+    assert added.startswith(own + "\n") and added.endswith(
+        "from rl_mind.practicals import nbgrader_preprocessors\n\n"
+        "c.GenerateAssignment.preprocessors = nbgrader_preprocessors()\n"
+    )
+    assert main([str(source), "--nbgrader", str(tmp_path)]) == 0
+    assert config.read_text() == added
+    # a list of the teacher's own: untouched, and the command says what to write
+    theirs = "c.GenerateAssignment.preprocessors = [MyClearSolutions]\n"
+    config.write_text(theirs)
+    assert main([str(source), "--nbgrader", str(tmp_path)]) == 0
+    assert config.read_text() == theirs
+    err = capsys.readouterr().err
+    assert "sets its own c.GenerateAssignment.preprocessors" in err
+    assert "c.GenerateAssignment.preprocessors = nbgrader_preprocessors()" in err
+    config.unlink()
+    config.mkdir()
+    with pytest.raises(ValueError, match="is a folder"):
+        configure_nbgrader_course(tmp_path)
 
 
 # ----------------------------------------------------------------------------- the practicals

@@ -92,3 +92,32 @@ def test_readme_starts_with_the_two_newcomer_commands() -> None:
 def test_ci_builds_the_site_strictly() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^[^#\n]*mkdocs build --strict", ci, re.M), ".ci/run must build the docs"
+
+
+def test_the_readme_links_work_on_the_package_index_and_name_pages_that_exist() -> None:
+    # The package index shows rl_mind.md without the repository: a relative link is dead
+    # there, and so is a link to a site this release is not published on.
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert links, "the README links rl-mind 0.4's documentation, for 0.4 users"
+    assert all(link.startswith("https://") for link in links), links
+    pages = re.findall(r"`(docs/[\w/.-]+\.md)`", text)
+    table = re.findall(r"\| `([\w-]+\.md)` \|$", text, re.M)
+    assert pages and table
+    missing = [p for p in pages + [f"docs/guide/{t}" for t in table] if not (ROOT / p).is_file()]
+    assert not missing, f"rl_mind.md names guide pages that do not exist: {missing}"
+
+
+def test_the_documentation_address_is_the_same_in_mkdocs_yml_pyproject_and_the_readme() -> None:
+    site = re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(), re.M)
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    urls = re.search(r"^\[project\.urls\]\n((?:[^\[\n].*\n)*)", pyproject, re.M)
+    listed = re.search(r'^Documentation\s*=\s*"([^"]+)"', urls.group(1), re.M) if urls else None
+    documentation = listed.group(1) if listed else None
+    # one address, or none while this release's site is not published
+    assert (site.group(1) if site else None) == documentation
+    readme = README.read_text(encoding="utf-8")
+    if documentation is not None:
+        assert documentation in readme
+    # rl-mind 0.4's site serves 0.4's pages only (api.html), not this release's guide
+    assert "master-dac.isir.upmc.fr/rl/rl-mind/guide" not in readme

@@ -209,6 +209,7 @@ NAMES_0_4 = {
         "minibatches", "outputs_directory", "record_video", "rollout_frames", "run_directory",
         "setup_tensorboard", "soft_update", "video_display",
     ],
+    "rl_mind.data": ["StructT"],  # (not in its __all__, public by its name)
     "rl_mind.notebook": ["silence_known_warnings"],
     "rl_mind.envs": ["ContinuousCartPoleEnv"],
     "rl_mind.rendering": ["HistoryEntry"],

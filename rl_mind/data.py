@@ -123,9 +123,7 @@ class Rollout(TensorStruct, Generic[ActionT]):
 
 
 DataT = TypeVar("DataT", bound="Tensor | TensorStruct | tuple[Any, ...]")
-#: rl-mind 0.4's type variable of ``minibatches``, public by its name: kept for the notebooks
-#: that annotate with it (``minibatches`` now takes any :data:`DataT`).
-StructT = TypeVar("StructT", bound=TensorStruct)
+StructT = TypeVar("StructT", bound=TensorStruct)  #: rl-mind 0.4's name, kept for its notebooks
 
 
 def _walk(struct: TensorStruct, prefix: str = "") -> Iterator[tuple[str, str, Any]]:

@@ -31,6 +31,11 @@ Usage::
     python tests/benchmarks/bench_practicals.py --processes 16 --json out.json
     python tests/benchmarks/bench_practicals.py --practicals ppo dqn --seeds 0 1
     python tests/benchmarks/bench_practicals.py --practicals sac --no-sb3
+    python tests/benchmarks/bench_practicals.py --practicals dp tabular
+
+The maze practicals (``dp``, ``tabular``) have no twin: their full-profile targets are
+``bench_tabular.py``'s (each source runs in under a minute; tabular's best evaluation
+reaches the optimal policy's return).
 
 Not a unit test: it takes minutes. Runs of the pool share the machine: with
 ``--processes`` above the number of idle cores the times grow.
@@ -52,8 +57,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_tabular import source_target  # this folder is on the path when run as a script
+
 ROOT = Path(__file__).resolve().parents[2]
 PRACTICALS = ["dqn", "reinforce", "a2c", "ppo", "td3", "sac"]
+MAZE = ["dp", "tabular"]  # no twin: bench_tabular.py's targets (the optimum, under a minute)
 TWIN = {"dqn": "dqn", "reinforce": "a2c", "a2c": "a2c", "ppo": "ppo", "td3": "td3", "sac": "sac"}
 TARGET = 475.0
 SOLVE_SECONDS = 60.0  # every seed of a practical
@@ -356,7 +364,9 @@ def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], R
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--practicals", nargs="+", default=PRACTICALS, choices=PRACTICALS)
+    parser.add_argument(
+        "--practicals", nargs="+", default=PRACTICALS + MAZE, choices=PRACTICALS + MAZE
+    )
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--processes", type=int, default=1, help="runs at a time")
     parser.add_argument("--cap", type=float, default=600.0, help="seconds for an SB3 twin")
@@ -376,10 +386,19 @@ def main() -> int:
     if args.processes < 1:
         parser.error(f"--processes must be >= 1, got {args.processes}")
 
+    maze_ok = True
+    for name in [name for name in args.practicals if name in MAZE]:
+        for seed in args.seeds:
+            passed, line = source_target(name, seed)
+            maze_ok &= passed
+            print(line, flush=True)
+    practicals = [name for name in args.practicals if name not in MAZE]
+    if not practicals:
+        return 0 if maze_ok else 1
     jobs: dict[tuple[str, int], Any] = {}
     twins_done: set[tuple[str, int]] = set()
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.processes) as pool:
-        for name in args.practicals:
+        for name in practicals:
             every, episodes = eval_settings(name)
             for seed in args.seeds:
                 jobs[(name, seed)] = pool.submit(run_practical, name, seed, args.timeout)
@@ -395,7 +414,7 @@ def main() -> int:
         f"one torch thread per run, {args.processes} run(s) at a time on {os.cpu_count()} "
         f"cores; REINFORCE's twin is SB3 A2C (SB3 has no REINFORCE)\n"
     )
-    print(table(args.practicals, args.seeds, runs))
+    print(table(practicals, args.seeds, runs))
     if args.json is not None:
         args.json.write_text(
             json.dumps(
@@ -409,7 +428,7 @@ def main() -> int:
             )
         )
     failed = [run for key, run in runs.items() if key[0] in PRACTICALS and not run.solved]
-    return 1 if failed else 0
+    return 1 if failed or not maze_ok else 0
 
 
 if __name__ == "__main__":

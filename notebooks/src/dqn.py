@@ -69,7 +69,7 @@ class Config:
     epsilon_end: float = 0.04
     exploration_fraction: float = 0.16  # of total_steps, to anneal epsilon
     hidden: int = 256
-    eval_every: int = Profile.pick(600, fast_test=500)
+    eval_every: int = Profile.pick(400, fast_test=500)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 

@@ -70,7 +70,7 @@ class Config:
     ent_coef: float = 0.0
     max_grad_norm: float = 0.5
     hidden: int = 64
-    eval_every: int = Profile.pick(750, fast_test=512)
+    eval_every: int = Profile.pick(375, fast_test=512)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 

@@ -62,7 +62,7 @@ class Config:
     critic_learning_rate: float = 1e-3
     max_grad_norm: float = 1.0
     hidden: int = 64
-    eval_every: int = Profile.pick(3_000, fast_test=500)
+    eval_every: int = Profile.pick(1_500, fast_test=500)
     eval_episodes: int = Profile.pick(8, fast_test=2)
     target_return: float = 475.0  # stop once the evaluation reaches it
 

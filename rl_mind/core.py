@@ -1,16 +1,13 @@
 """Typed tensor containers, actions and actors: the vocabulary every other module speaks.
 
 A :class:`TensorStruct` is a frozen dataclass of tensors that acts like one tensor along its
-*leading* dimension (``s[i]``, ``len``, ``cat``, ``to``...) while its fields keep their names.
-What the reader must not get wrong:
+*leading* dimension (``s[i]``, ``len``, ``cat``, ``to``...). What the reader must not get wrong:
 
 - Batched fields share the leading dimension (checked at construction); an ``unbatched()``
   field (an Episode's final observation) is carried along, never indexed, cat or stacked.
-- ``s[i]`` removes the leading dimension like a tensor: ``[T, B]`` fields give a ``[B]``
-  struct, ``[N]`` fields a single item, which has no length. Structs are frozen:
-  ``s.set_(index, value)`` writes in place once every field is checked.
-- ``actor(obs)`` returns an :class:`Action` (training behaviour, e.g. sampled),
-  ``actor.act(obs)`` a plain tensor of actions (deterministic evaluation behaviour).
+- ``s[i]`` drops the leading dimension like a tensor: ``[T, B]`` fields give a ``[B]`` struct,
+  ``[N]`` fields an item without length. ``s.set_(index, value)`` is the one in-place write.
+- ``actor(obs)`` returns an :class:`Action` (training), ``actor.act(obs)`` a tensor (evaluation).
 """
 
 from __future__ import annotations
@@ -37,6 +34,7 @@ __all__ = [
 ]
 
 Index: TypeAlias = int | slice | Tensor | Sequence[int]  # (a tensor: long indices or bool mask)
+_Write: TypeAlias = tuple[Tensor, Tensor]  # (a tensor of a struct, the value set_ writes in it)
 
 
 def unbatched(**kwargs: Any) -> Any:
@@ -56,23 +54,23 @@ def _checked_device(device: Any, owner: str) -> torch.device:
     """``device`` as a ``torch.device`` (None: the CPU), refused now if malformed or absent."""
     if device is None:
         return torch.device("cpu")
-    if isinstance(device, bool) or not isinstance(device, torch.device | str | int):
+    try:
+        result = torch.device(device)
+    except TypeError:  # (torch lists its overloads; a bool or a float, say)
         raise TypeError(
             f"{owner}: device must be a torch.device or a string such as 'cpu' or 'cuda', "
             f"got {type(device).__name__}"
-        )
-    try:
-        result = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as error:
+        ) from None
+    except (RuntimeError, ValueError) as error:
         raise ValueError(
             f"{owner}: device {device!r} is not a torch device (expected e.g. 'cpu', 'cuda' or "
             f"'cuda:1'): {error}"
         ) from None
     cuda = result.type == "cuda"
-    count = torch.cuda.device_count() if cuda and torch.cuda.is_available() else 0
+    count = torch.cuda.device_count() if cuda else 0  # (0 where CUDA is not available)
     if cuda and count == 0:
-        gpu_build = torch.version.cuda or getattr(torch.version, "hip", None)  # (ROCm)
-        build = "" if gpu_build else f" (torch {torch.__version__} is a CPU-only build)"
+        cpu_only = not (torch.version.cuda or torch.version.hip)  # (hip: a ROCm build, AMD GPUs)
+        build = f" (torch {torch.__version__} is a CPU-only build)" if cpu_only else ""
         problem = f"this machine has no CUDA GPU torch can use{build}; use 'cpu', or pick the "
         problem += "device with 'cuda' if torch.cuda.is_available() else 'cpu'"
     elif cuda and result.index is not None and result.index >= count:
@@ -87,8 +85,7 @@ def _checked_device(device: Any, owner: str) -> torch.device:
 def _same_value(first: Any, other: Any) -> bool:
     """Equality of two field values: tensors and structs by content, the rest with ``==``."""
     if isinstance(first, Tensor):
-        same_shape = isinstance(other, Tensor) and first.shape == other.shape
-        return same_shape and torch.equal(first, other)
+        return isinstance(other, Tensor) and torch.equal(first, other)  # (False for other shapes)
     if isinstance(first, TensorStruct):
         pairs = ((getattr(first, name), getattr(other, name)) for name, _ in first._fields())
         return type(other) is type(first) and all(_same_value(a, b) for a, b in pairs)
@@ -105,29 +102,23 @@ def _check_write(where: str, value: Any, target: Tensor, rows: torch.Size) -> No
     except RuntimeError:
         fits = False
     source, dtype = value.dtype, target.dtype
-    same_kind = source.is_floating_point == dtype.is_floating_point
     if not fits:
         problem = f"of shape {list(value.shape)} does not fit the rows of shape {list(rows)}"
-    elif source is not dtype and not torch.can_cast(source, dtype):
-        problem = f"is {source}, which the struct's {dtype} tensor would truncate; "
-        if source.is_complex:
-            problem += f"write value.real (or value.abs()) converted with .to({dtype})"
-        elif dtype == torch.bool:
-            problem += "convert it first, e.g. value != 0"
-        else:
-            problem += f"convert it first, e.g. value.round().to({dtype}) for whole numbers"
+    elif not torch.can_cast(source, dtype):
+        fix = f"value.real.to({dtype})" if source.is_complex else f"value.round().to({dtype})"
+        fix = "value != 0" if dtype == torch.bool else fix
+        problem = f"is {source}, which the struct's {dtype} tensor would truncate; convert it "
+        problem += f"first, e.g. {fix}"
     elif value.device != target.device:
         problem = f"is on {value.device}, the struct's tensor on {target.device}; "
         move = f"move it first with .to({str(target.device)!r})"
         problem += "the meta device holds no values to write" if value.is_meta else move
-    elif source is dtype or not same_kind or torch.bool in (source, dtype):
+    elif source is dtype or source.is_floating_point != dtype.is_floating_point or dtype.is_complex:
         return
-    else:  # a narrower dtype of the same kind would wrap integers or turn floats into inf
+    else:  # another dtype of the same kind may wrap integers or turn floats into inf
         info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
-        wide = torch.finfo(source) if source.is_floating_point else torch.iinfo(source)
-        if info.min <= wide.min and wide.max <= info.max:
-            return  # (a wider dtype holds every value; comparing with its range would overflow)
-        if not bool((((value < info.min) | (value > info.max)) & value.isfinite()).any()):
+        wide = value.double() if dtype.is_floating_point else value.long()  # (compares exactly)
+        if not bool((((wide < info.min) | (wide > info.max)) & wide.isfinite()).any()):
             return
         low, high = f"{info.min:.6g}", f"{info.max:.6g}"
         problem = f"holds values outside [{low}, {high}], the range of the struct's {dtype} "
@@ -140,8 +131,7 @@ class TensorStruct:
     """Base of ``@dataclass(frozen=True)`` classes of tensors, nested structs and metadata
     (passed through); batched fields (the default) share a leading size ``[N, ...]``."""
 
-    # True on an item s[i] (set on the instance): its fields lost their leading dimension.
-    _is_item: ClassVar[bool] = False
+    _is_item: ClassVar[bool] = False  # True on an item s[i]: its fields lost their leading dim
 
     @classmethod
     @functools.cache
@@ -153,9 +143,7 @@ class TensorStruct:
         self._batch_size()
 
     def _batch_size(self) -> int | None:
-        """The shared leading size of the batched fields (None for an item, or without any)."""
-        if self._is_item:
-            return None
+        """The shared leading size of the batched fields (None without any)."""
         size, first_name = None, ""
         for name, batched in self._fields():
             value = getattr(self, name)
@@ -177,22 +165,17 @@ class TensorStruct:
         return size
 
     @classmethod
-    def _trusted(cls, *values: Any) -> Self:
-        """Build from field values in order, unchecked: their leading sizes agree by design."""
+    def _trusted(cls, *values: Any, item: bool = False) -> Self:
+        """Build from field values in order, unchecked (their sizes agree); ``item``: an ``s[i]``."""
         fields = cls._fields()
         if len(values) != len(fields):
             raise TypeError(f"{cls.__name__} has {len(fields)} fields, got {len(values)} values")
         struct = object.__new__(cls)
         for (name, _batched), value in zip(fields, values):
             object.__setattr__(struct, name, value)  # (frozen: plain assignment refuses)
+        if item:
+            object.__setattr__(struct, "_is_item", True)
         return struct
-
-    @classmethod
-    def _item(cls, *values: Any) -> Self:
-        """One item ``s[i]`` of a batch, from its field values in order: it has no length."""
-        item = cls._trusted(*values)
-        object.__setattr__(item, "_is_item", True)
-        return item
 
     def apply(self, fn: Callable[[Tensor], Tensor], batched_only: bool = False) -> Self:
         """A new struct with ``fn`` applied to every tensor (nested structs included), or to
@@ -206,68 +189,59 @@ class TensorStruct:
                 elif isinstance(value, TensorStruct):
                     value = value.apply(fn, batched_only)
             values.append(value)
-        if batched_only:
-            return type(self)._trusted(*values)
-        if self._is_item:
-            return type(self)._item(*values)
+        if batched_only or self._is_item:  # (an item stays one unless its batched fields change)
+            return type(self)._trusted(*values, item=self._is_item and not batched_only)
         return type(self)(**{name: value for (name, _), value in zip(self._fields(), values)})
 
     def tensors(self, batched_only: bool = False) -> Iterator[Tensor]:
         """Every tensor of the struct (or of its batched fields), nested ones included."""
         for name, batched in self._fields():
-            value = getattr(self, name)
-            if batched or not batched_only:
-                if isinstance(value, Tensor):
-                    yield value
-                elif isinstance(value, TensorStruct):
-                    yield from value.tensors(batched_only)
+            value, wanted = getattr(self, name), batched or not batched_only
+            if wanted and isinstance(value, Tensor):
+                yield value
+            elif wanted and isinstance(value, TensorStruct):
+                yield from value.tensors(batched_only)
 
     def __len__(self) -> int:
-        size = self._batch_size()
-        if size is None:
+        if self._is_item or (size := self._batch_size()) is None:
             why = "is a single item (s[i])" if self._is_item else "has no batched tensor field"
             raise TypeError(f"{type(self).__name__} {why}, so it has no length")
         return size
 
     def __getitem__(self, index: Index) -> Self:
         """Index every batched field along the leading dimension, like a tensor (see ``Index``)."""
-        if isinstance(index, Tensor):
-            if index.dim() == 0 and not (index.is_floating_point() or index.dtype == torch.bool):
-                index = int(index)  # e.g. an argmax: one item, like an int
-            elif index.dtype == torch.bool and index.shape != (len(self),):
-                shapes = f"[{len(self)}], got {list(index.shape)}"
-                raise IndexError(f"{type(self).__name__}: a boolean mask must have shape {shapes}")
-        elif isinstance(index, numbers.Integral) and not isinstance(index, bool):
-            index = int(index)  # e.g. numpy.int64
-        if not isinstance(index, int):
+        if isinstance(index, Tensor) and index.dtype == torch.bool and index.shape != (len(self),):
+            shapes = f"[{len(self)}], got {list(index.shape)}"
+            raise IndexError(f"{type(self).__name__}: a boolean mask must have shape {shapes}")
+        if isinstance(index, Tensor) and index.dim() == 0 and not index.is_floating_point():
+            index = int(index)  # e.g. an argmax: one item, like an int (a 0-d mask was refused)
+        if (whole := _as_int(index)) is None:  # (numpy ints too)
             return self.apply(lambda t: t[index], batched_only=True)
         n = len(self)
-        if not -n <= index < n:
-            raise IndexError(f"{type(self).__name__}: index {index} out of range for length {n}")
+        if not -n <= whole < n:
+            raise IndexError(f"{type(self).__name__}: index {whole} out of range for length {n}")
         values = {name: getattr(self, name) for name, _ in self._fields()}
         for name, batched in self._fields():
             if batched and isinstance(values[name], (Tensor, TensorStruct)):
-                values[name] = values[name][index]
+                values[name] = values[name][whole]
         try:  # [T, B] fields give a [B] struct
             return type(self)(**values)
         except ValueError:  # [N] fields give 0-d ones: an item
-            return type(self)._item(*values.values())
+            return type(self)._trusted(*values.values(), item=True)
 
     def set_(self, index: Index, value: Self) -> None:
         """Write ``value`` into the rows ``index`` of every batched tensor, once all are checked."""
         for target, source in self._writes(index, value, type(self).__name__, ""):
             target[index] = source
 
-    def _writes(
-        self, index: Index, value: Any, owner: str, prefix: str
-    ) -> list[tuple[Tensor, Tensor]]:
+    def _writes(self, index: Index, value: Any, owner: str, prefix: str) -> list[_Write]:
         """The ``(tensor, value)`` pairs that ``set_`` writes, each checked."""
         if type(value) is not type(self):
             field = f" field {prefix[:-1]!r}:" if prefix else ""
             raise TypeError(
                 f"{owner}.set_:{field} expected a {type(self).__name__}, got {type(value).__name__}"
             )
-        writes: list[tuple[Tensor, Tensor]] = []
+        writes: list[_Write] = []
         for name, batched in self._fields():
             mine, theirs = getattr(self, name), getattr(value, name)
             if batched and isinstance(mine, TensorStruct):
@@ -279,10 +253,8 @@ class TensorStruct:
         return writes
 
     @classmethod
-    def _combine(
-        cls, items: Sequence[Self], op: str, combine: Callable[[list[Tensor]], Tensor]
-    ) -> Self:
-        """``cat``/``stack`` (``op``): ``combine`` joins each batched tensor; metadata: item 0's."""
+    def _combine(cls, items: Sequence[Self], op: str) -> Self:
+        """``cat`` or ``stack`` (``op``) of the batched fields; metadata: item 0's."""
         where = f"{cls.__name__}.{op}"
         if not isinstance(items, Sequence):
             what = type(items).__name__
@@ -298,8 +270,6 @@ class TensorStruct:
                     f"{where}: all items must be of the same type; item 0 is a "
                     f"{struct_type.__name__} and item {i} is a {type(item).__name__}"
                 )
-        if not issubclass(struct_type, cls):
-            raise TypeError(f"{where}: items are {struct_type.__name__}, not {cls.__name__}")
         values: list[Any] = []
         for name, batched in struct_type._fields():
             column = [getattr(item, name) for item in items]
@@ -310,36 +280,27 @@ class TensorStruct:
                         raise ValueError(
                             f"{where}: unbatched field {name!r} differs between item 0 and item {i}"
                         )
-            elif isinstance(first, Tensor):
-                try:
-                    value = combine(column)
-                except (RuntimeError, TypeError) as error:
-                    got = [
-                        list(t.shape) if isinstance(t, Tensor) else type(t).__name__ for t in column
-                    ]
-                    kind = ValueError if all(isinstance(t, Tensor) for t in column) else TypeError
-                    raise kind(
-                        f"{where}: field {name!r} has incompatible shapes {got}: {error}"
-                    ) from None
-            elif isinstance(first, TensorStruct):
-                try:
-                    value = type(first)._combine(column, op, combine)
-                except (TypeError, ValueError) as error:  # say which field it is
+            elif isinstance(first, Tensor | TensorStruct):
+                joins = torch if isinstance(first, Tensor) else type(first)
+                try:  # torch.cat (or stack), or a nested struct's own cat (or stack)
+                    value = getattr(joins, op)(column)
+                except (RuntimeError, TypeError, ValueError) as error:  # say which field it is
+                    got = [list(t.shape) for t in column if isinstance(t, Tensor)]
+                    shapes = f" has incompatible shapes {got}" if joins is torch else ""
                     kind = TypeError if isinstance(error, TypeError) else ValueError
-                    raise kind(f"{where}: field {name!r}: {error}") from None
+                    raise kind(f"{where}: field {name!r}{shapes}: {error}") from None
             values.append(value)
-        # every item passed the constructor's check, so the combined fields agree
-        return struct_type._trusted(*values)
+        return struct_type._trusted(*values)  # (each item was checked: the joined fields agree)
 
     @classmethod
     def cat(cls, items: Sequence[Self]) -> Self:
         """Concatenate along the leading dimension: ``[N1, ...] + [N2, ...] -> [N1 + N2, ...]``."""
-        return cls._combine(items, "cat", lambda ts: torch.cat(ts, dim=0))
+        return cls._combine(items, "cat")
 
     @classmethod
     def stack(cls, items: Sequence[Self]) -> Self:
         """Stack along a new leading dimension: ``K × [N, ...] -> [K, N, ...]``."""
-        return cls._combine(items, "stack", lambda ts: torch.stack(ts, dim=0))
+        return cls._combine(items, "stack")
 
     def to(self, *args: Any, **kwargs: Any) -> Self:
         """``Tensor.to`` on every tensor, with any of its arguments; a dtype converts only float
@@ -353,8 +314,6 @@ class TensorStruct:
             elif not isinstance(arg, bool):
                 device = arg
         flags = [arg for arg in args if isinstance(arg, bool)]  # non_blocking, copy, as in torch
-        if len(flags) > 2:
-            raise TypeError(f"{type(self).__name__}.to: expected a device and/or a dtype")
         device = None if device is None else _checked_device(device, f"{type(self).__name__}.to")
         if device is not None and device.type != "meta" and any(t.is_meta for t in self.tensors()):
             raise ValueError(

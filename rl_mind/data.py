@@ -1,15 +1,14 @@
 """What learning code consumes: transitions, a replay buffer, episodes, rollouts, minibatches.
 
-- :class:`Transitions` ``[N]``: independent ``(s, a, r, s', terminated)`` samples for
-  off-policy learning (DQN, DDPG, TD3, SAC), stored in a :class:`ReplayBuffer`.
+- :class:`Transitions` ``[N]``: ``(s, a, r, s', terminated)`` samples for off-policy learning
+  (DQN, DDPG, TD3, SAC), stored in a :class:`ReplayBuffer`.
 - :class:`Episode` ``[T]``: one whole episode, for Monte-Carlo returns (REINFORCE).
 - :class:`Rollout` ``[T, B]``: a fixed-length on-policy segment of ``B`` copies (A2C, PPO).
 
-What the reader must not get wrong: a transition only records ``terminated``. A truncated
-transition (time limit) is a perfectly normal transition whose ``next_obs`` is the true last
-observation, so the target bootstraps from it. A ``Rollout`` keeps ``truncated`` too,
-because returns and GAE must stop at every episode boundary but bootstrap only at
-truncations.
+What the reader must not get wrong: a transition only records ``terminated``; a truncated one
+(time limit) is a normal transition whose ``next_obs`` is the true last observation, so the
+target bootstraps from it. A ``Rollout`` keeps ``truncated`` too: returns and GAE stop at
+every episode boundary but bootstrap only at truncations.
 """
 
 from __future__ import annotations
@@ -81,14 +80,10 @@ class Episode(TensorStruct, Generic[ActionT]):
     def all_obs(self) -> Observation:
         """``[T + 1, ...]``: ``obs`` with ``final_obs`` appended, so that
         ``critic(ep.all_obs)`` gives ``V(s_0) … V(s_T)``."""
-        final = self.final_obs
-        if isinstance(self.obs, Tensor):
-            if not isinstance(final, Tensor):
-                raise TypeError("Episode.final_obs must be a tensor when obs is a tensor")
-            return torch.cat([self.obs, final.unsqueeze(0)])
-        if not isinstance(final, TensorStruct):
-            raise TypeError("Episode.final_obs must be a TensorStruct when obs is one")
-        return type(self.obs).cat([self.obs, final.unsqueeze(0)])
+        obs, final = self.obs, self.final_obs.unsqueeze(0)
+        if isinstance(obs, Tensor):
+            return torch.cat([obs, final])  # type: ignore[list-item]
+        return type(obs).cat([obs, final])  # type: ignore[list-item]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,25 +122,19 @@ StructT = TypeVar("StructT", bound=TensorStruct)  #: rl-mind 0.4's name, kept fo
 
 
 def _walk(struct: TensorStruct, prefix: str = "") -> Iterator[tuple[str, str, Any]]:
-    """``(dotted path, kind, value)`` of every field of ``struct`` in field order, the fields
-    of its batched nested structs included. ``kind`` is ``"unbatched"``, ``"struct"`` (a
-    batched nested struct) or ``"tensor"`` (any other batched field, which must be one)."""
+    """``(dotted path, kind, value)`` of every field of ``struct`` and of its batched nested
+    structs, in field order; ``kind``: ``"unbatched"``, ``"struct"`` or ``"tensor"`` (batched)."""
     for name, batched in struct._fields():
         path, value = prefix + name, getattr(struct, name)
-        if not batched:
-            kind = "unbatched"
-        elif isinstance(value, TensorStruct):
-            kind = "struct"
-        else:
-            kind = "tensor"
+        nested = batched and isinstance(value, TensorStruct)
+        kind = "struct" if nested else "tensor" if batched else "unbatched"
         yield path, kind, value
         if kind == "struct":
             yield from _walk(value, path + ".")
 
 
 def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """A ``struct -> (values at paths)`` function, a tuple for any number of paths
-    (``operator.attrgetter`` gives a bare value for one path, and takes none)."""
+    """A ``struct -> (values at paths)`` function (``attrgetter`` alone: a bare value for one)."""
     if len(paths) == 1:
         single = operator.attrgetter(paths[0])
         return lambda struct: (single(struct),)
@@ -153,8 +142,7 @@ def _getter(paths: list[str]) -> Callable[[Any], tuple[Any, ...]]:
 
 
 def _check_storable(name: str, value: Any, batched: bool) -> None:
-    """Refuse a field the buffer cannot store: a batched field that is not a tensor, or a
-    field on the meta device (it has a shape but no values)."""
+    """Refuse a batched field that is not a tensor, or any on the meta device (no values)."""
     if batched and not isinstance(value, Tensor):
         raise TypeError(
             f"ReplayBuffer.add: field {name!r} is a {type(value).__name__}, expected a tensor "
@@ -169,8 +157,7 @@ def _check_storable(name: str, value: Any, batched: bool) -> None:
 
 
 def _numpy_view(tensor: Tensor) -> Tensor | np.ndarray:
-    """A numpy view of a CPU tensor (the same memory), or the tensor itself when it is on
-    another device or of a dtype numpy lacks (bfloat16)."""
+    """A numpy view of a CPU tensor (the same memory), else the tensor (a GPU's, a bfloat16)."""
     if tensor.device.type != "cpu":
         return tensor
     try:
@@ -267,8 +254,6 @@ class ReplayBuffer(Generic[ActionT]):
                 f"{type(stored.action).__name__}, got {type(transitions).__name__} with "
                 f"{type(transitions.action).__name__} (or different observation fields)"
             )
-        if not self._fixed_names:
-            return
         fixed = zip(self._fixed_names, self._get_fixed(transitions), self._get_fixed(stored))
         for name, value, kept in fixed:
             _check_storable(name, value, batched=False)
@@ -293,10 +278,7 @@ class ReplayBuffer(Generic[ActionT]):
         raise ValueError("ReplayBuffer.add: these transitions cannot be stored")
 
     def add(self, transitions: Transitions[ActionT]) -> None:
-        """Append ``N`` transitions (``[N, ...]``), overwriting the oldest when full.
-
-        Everything is checked before anything is written: an add that raises leaves the
-        buffer's length, contents and position as they were."""
+        """Append ``N`` transitions (``[N, ...]``), overwriting the oldest when full."""
         if not isinstance(transitions, Transitions):
             raise TypeError(
                 f"ReplayBuffer.add expects Transitions, got {type(transitions).__name__}"
@@ -353,30 +335,6 @@ class ReplayBuffer(Generic[ActionT]):
         return self._stored.apply(lambda store: store.index_select(0, index), batched_only=True)
 
 
-def _index_rows(data: Any, index: Tensor) -> Any:
-    """``data[index]`` for a tensor or struct and a long ``index`` of valid rows, on each
-    tensor's own device (the index goes where the tensor lives, e.g. a GPU)."""
-
-    def rows(tensor: Tensor) -> Tensor:
-        return tensor.index_select(0, index.to(tensor.device))
-
-    return rows(data) if isinstance(data, Tensor) else data.apply(rows, batched_only=True)
-
-
-def _leading_size(item: Any) -> int:
-    """The leading size of one of minibatches' items, refusing what has none."""
-    if isinstance(item, TensorStruct):
-        return len(item)
-    if not isinstance(item, Tensor):
-        raise TypeError(
-            f"minibatches expects a tensor, a TensorStruct or a tuple of them, got "
-            f"{type(item).__name__}"
-        )
-    if item.dim() == 0:
-        raise ValueError("minibatches: expected tensors with a leading dimension, got a scalar")
-    return int(item.shape[0])
-
-
 def minibatches(
     data: DataT, batch_size: int, shuffle: bool = True, generator: torch.Generator | None = None
 ) -> Iterator[DataT]:
@@ -393,20 +351,23 @@ def minibatches(
     items = data if isinstance(data, tuple) else (data,)
     if len(items) == 0:
         raise ValueError("minibatches: got an empty tuple, expected at least one tensor or struct")
-    sizes = [_leading_size(item) for item in items]
+    for item in items:
+        if not isinstance(item, Tensor | TensorStruct):
+            raise TypeError(
+                f"minibatches expects a tensor, a TensorStruct or a tuple of them, got "
+                f"{type(item).__name__}"
+            )
+    sizes = [len(item) for item in items]  # (a 0-d tensor or an item s[i] has none: TypeError)
     if len(set(sizes)) != 1:
         raise ValueError(f"minibatches: all items must share their leading size, got {sizes}")
 
     def one_pass() -> Iterator[Any]:  # (a generator: the order is drawn as it starts)
-        n, device = sizes[0], items[0].device
-        if shuffle:
-            order = torch.randperm(
-                n, generator=generator, device=generator.device if generator else "cpu"
-            ).to(device)
-        else:
-            order = torch.arange(n, device=device)
+        n, where = sizes[0], generator.device if generator else "cpu"  # (the generator's device)
+        order = torch.randperm(n, generator=generator, device=where) if shuffle else torch.arange(n)
+        order = order.to(items[0].device)
         for start in range(0, n, size):
-            batch = tuple(_index_rows(item, order[start : start + size]) for item in items)
+            index = order[start : start + size]
+            batch = tuple(item[index.to(item.device)] for item in items)
             yield batch if isinstance(data, tuple) else batch[0]
 
     return one_pass()

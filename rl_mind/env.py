@@ -182,25 +182,6 @@ def _apply_wrapper(wrapper: _Wrapper, i: int, env: gym.Env[Any, Any]) -> gym.Env
     return wrapped
 
 
-def _actions_to_numpy(value: Tensor) -> np.ndarray:
-    """Actions that ``numpy()`` refuses as a numpy array (bfloat16 ones as float32)."""
-    if value.is_meta:
-        raise ValueError(
-            "step: the actions are on the meta device, which holds no values; compute them "
-            "on a real device (e.g. 'cpu')"
-        )
-    value = value.detach().cpu()
-    try:
-        return value.numpy()
-    except TypeError:  # a dtype numpy lacks: a floating-point one is judged as float32
-        if value.is_floating_point():
-            return value.float().numpy()
-        raise TypeError(
-            f"expected integer or floating-point actions, got dtype {value.dtype}, which "
-            f"numpy cannot hold"
-        ) from None
-
-
 def _size(space: Any, kind: type[Any], name: str, hint: str = "") -> int:
     if not isinstance(space, kind):
         of = "observation" if name in ("observation_dim", "n_states") else "action"
@@ -265,7 +246,8 @@ class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
         elif not isinstance(space, spaces.Box):
             raise TypeError(f"VecEnv supports Discrete and Box action spaces, got {space}")
         self._action_dtype = dtype = np.dtype(space.dtype)  # type: ignore[arg-type]
-        self._action_limit = float(np.finfo(dtype).max) if dtype.kind == "f" else None
+        # (a numpy scalar of the space's dtype: a narrower action is compared in that dtype)
+        self._action_limit = np.finfo(dtype).max if dtype.kind == "f" else None
         self._no_reset = torch.zeros(count, dtype=torch.bool, device=self._device)  # (shared)
         self._last_flags: tuple[np.ndarray, np.ndarray] | None = None
         self._needs_reset, self._closed = True, False
@@ -396,10 +378,20 @@ class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
             raise TypeError(
                 f"step expects a tensor of actions or an Action, got {type(value).__name__}"
             )
-        try:  # the common case, a CPU tensor without gradients, converts without copies
-            array = value.numpy()
-        except (RuntimeError, TypeError):  # on a GPU, with gradients, of a dtype numpy lacks
-            array = _actions_to_numpy(value)
+        if value.is_meta:
+            raise ValueError(
+                "step: the actions are on the meta device, which holds no values; compute them "
+                "on a real device (e.g. 'cpu')"
+            )
+        try:  # (detached; copied only from another device)
+            array = value.numpy(force=True)
+        except TypeError:  # a dtype numpy lacks: a floating-point one is judged as float32
+            if not value.is_floating_point():
+                raise TypeError(
+                    f"expected integer or floating-point actions, got dtype {value.dtype}, which "
+                    f"numpy cannot hold"
+                ) from None
+            array = value.float().numpy(force=True)
         B, dtype = self._num_envs, value.dtype
         if self._continuous:
             shape = (B, *self._action_space.shape)  # type: ignore[misc]
@@ -411,12 +403,9 @@ class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
                 )
             if array.dtype.kind != "f":
                 raise ValueError(f"expected floating-point continuous actions, got dtype {dtype}")
-            # a wider float (float64 for a float32 space) must fit, or the cast makes it inf
+            # finite and in the range of the space's dtype (a float64 beyond it would become inf)
             limit, space_dtype = self._action_limit, self._action_dtype
-            if limit is not None and array.dtype.itemsize > space_dtype.itemsize:
-                fits = np.abs(array) <= limit  # (refuses NaN and inf too)
-            else:
-                fits = np.isfinite(array)
+            fits = np.isfinite(array) if limit is None else np.abs(array) <= limit  # (NaN: False)
             if not fits.all():
                 wrong = np.flatnonzero(~fits.reshape(B, -1).all(1))
                 fit = f" and must fit the action space's dtype {space_dtype}"

@@ -20,7 +20,8 @@ The twins:
 
 A twin that has not reached the target after ``--cap`` seconds (600 by default) stops and
 is reported as "> cap". The table at the end gives, per practical and seed, the steps and
-seconds to the target of both sides and the ratios ours / SB3, then per practical the
+seconds to the target of both sides (and the share of ours spent in ``Evaluator.run``,
+``eval%``) and the ratios ours / SB3, then per practical the
 medians over the seeds and whether the targets hold (every seed ≤ 60 s, median time ≤ 0.5 ×
 the twin's median) and the learning curve is dense (at least 10 evaluations before the one
 that reached the target, for every seed).
@@ -71,7 +72,7 @@ RESULT = re.compile(
     r"RESULT practical=(?P<name>\S+) best_return=(?P<best>\S+) best_step=(?P<step>\S+) "
     r"env_steps=(?P<steps>\d+) wall_time=(?P<wall>[\d.]+)(?: evaluations=(?P<evals>\d+))?"
 )
-CPU_TIME = re.compile(r"CPU_TIME (?P<cpu>[\d.]+)")
+CPU_TIME = re.compile(r"CPU_TIME (?P<cpu>[\d.]+)(?: EVAL_CPU (?P<eval>[\d.]+))?")
 
 
 @dataclass
@@ -83,6 +84,7 @@ class Run:
     env_steps: int | None = None
     wall_time: float | None = None  # the training loop, evaluations included
     cpu_time: float | None = None  # the same loop's process CPU time
+    eval_cpu: float | None = None  # of which in Evaluator.run (ours only)
     evaluations: int | None = None
     capped: bool = False
     error: str = ""
@@ -108,8 +110,14 @@ class Run:
         return (
             f"{self.name:<10} seed {self.seed}  best return {self.best_return:6.1f} at step "
             f"{self.best_step}  env steps {self.env_steps:>7}  wall {self.wall_time:6.1f} s  "
-            f"cpu {self.time_text(self.cpu_time)} s  evaluations {self.evaluations}  {verdict}"
+            f"cpu {self.time_text(self.cpu_time)} s  evaluations {self.evaluations}"
+            f"{self.eval_share_text()}  {verdict}"
         )
+
+    def eval_share_text(self) -> str:
+        if self.eval_cpu is None or not self.cpu_time:
+            return ""
+        return f" ({self.eval_cpu / self.cpu_time:.0%} of the CPU time)"
 
 
 def _run(command: list[str], name: str, seed: int, timeout: float) -> Run:
@@ -141,6 +149,7 @@ def _run(command: list[str], name: str, seed: int, timeout: float) -> Run:
         wall_time=float(match["wall"]),
         evaluations=int(match["evals"]) if match["evals"] else None,
         cpu_time=float(cpu["cpu"]) if (cpu := CPU_TIME.search(done.stdout)) else None,
+        eval_cpu=float(cpu["eval"]) if cpu and cpu["eval"] else None,
         capped="capped=1" in done.stdout,
     )
 
@@ -163,10 +172,12 @@ def run_practical(name: str, seed: int, timeout: float) -> Run:
 
 def practical_worker(name: str) -> None:
     """Run the practical's source as a script, and print the CPU time of its training loop
-    (from the progress bar's creation, just before the loop, to its closing, just after).
-    A check declared in the source computes its cases from the reference it checks."""
+    (from the progress bar's creation, just before the loop, to its closing, just after)
+    and the part of it spent in ``Evaluator.run``. A check declared in the source computes
+    its cases from the reference it checks."""
     import runpy
 
+    from rl_mind import Evaluator
     from rl_mind.checks import Check
     from rl_mind.notebook import ProgressBar
 
@@ -181,8 +192,19 @@ def practical_worker(name: str) -> None:
         marks.append(time.process_time())
         close(self)
 
+    evaluating = [0.0]
+    evaluate = Evaluator.run
+
+    def timed_run(self: Evaluator[Any], *args: Any, **kwargs: Any) -> Any:
+        start = time.process_time()
+        try:
+            return evaluate(self, *args, **kwargs)
+        finally:
+            evaluating[0] += time.process_time() - start
+
     ProgressBar.__init__ = timed_init  # type: ignore[method-assign]
     ProgressBar.close = timed_close  # type: ignore[method-assign]
+    Evaluator.run = timed_run  # type: ignore[method-assign,assignment]
 
     # A check declared in the source (REINFORCE's baseline_loss) gets its cases when
     # `rl-mind practical` generates the notebooks; run from the source, it computes them
@@ -199,7 +221,7 @@ def practical_worker(name: str) -> None:
     sys.argv = [str(source)]
     runpy.run_path(str(source), run_name="__main__")
     if len(marks) >= 2:
-        print(f"CPU_TIME {marks[1] - marks[0]:.2f}")
+        print(f"CPU_TIME {marks[1] - marks[0]:.2f} EVAL_CPU {evaluating[0]:.2f}")
 
 
 def run_twin(algo: str, seed: int, every: int, episodes: int, cap: float) -> Run:
@@ -306,6 +328,13 @@ def _value(run: Run, field: str) -> float | None:
     return getattr(run, field)  # type: ignore[no-any-return]
 
 
+def _share(run: Run) -> str:
+    """The share of the run's training loop spent evaluating, in percent."""
+    if run.eval_cpu is None or not run.cpu_time:
+        return "-"
+    return f"{100 * run.eval_cpu / run.cpu_time:.0f}"
+
+
 def _ratio(ours: Run, twin: Run | None, field: str) -> str:
     """ours / twin of ``field``; a twin that did not solve gives an upper bound ("<")."""
     if twin is None or not ours.solved:
@@ -320,7 +349,8 @@ def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], R
     """Per practical and seed: ours and the twin's steps, wall and CPU seconds to the target,
     and the ratios ours / twin; then per practical the verdicts on the two targets."""
     header = (
-        f"{'practical':<9} {'seed':>4} | {'steps':>7} {'wall s':>6} {'cpu s':>6} {'evals':>5} | "
+        f"{'practical':<9} {'seed':>4} | {'steps':>7} {'wall s':>6} {'cpu s':>6} {'evals':>5} "
+        f"{'eval%':>5} | "
         f"{'twin':<8} {'steps':>8} {'wall s':>6} {'cpu s':>6} | "
         f"{'steps':>5} {'wall':>5} {'cpu':>5}"
     )
@@ -344,7 +374,8 @@ def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], R
             lines.append(
                 f"{name:<9} {seed:>4} | {ours.steps_text():>7} "
                 f"{ours.time_text(ours.wall_time):>6} {ours.time_text(ours.cpu_time):>6} "
-                f"{ours.evaluations if ours.evaluations is not None else '-':>5} | {twin_cells} | "
+                f"{ours.evaluations if ours.evaluations is not None else '-':>5} "
+                f"{_share(ours):>5} | {twin_cells} | "
                 f"{_ratio(ours, twin, 'steps'):>5} {_ratio(ours, twin, 'wall_time'):>5} "
                 f"{_ratio(ours, twin, 'cpu_time'):>5}"
             )

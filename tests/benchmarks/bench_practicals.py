@@ -224,10 +224,10 @@ def practical_worker(name: str) -> None:
         print(f"CPU_TIME {marks[1] - marks[0]:.2f} EVAL_CPU {evaluating[0]:.2f}")
 
 
-def run_twin(algo: str, seed: int, every: int, episodes: int, cap: float) -> Run:
-    command = [sys.executable, __file__, "--sb3-worker", algo, str(seed), str(every)]
+def run_twin(practical: str, seed: int, every: int, episodes: int, cap: float) -> Run:
+    command = [sys.executable, __file__, "--sb3-worker", TWIN[practical], str(seed), str(every)]
     command += [str(episodes), str(cap)]
-    return _run(command, f"sb3-{algo}", seed, timeout=cap + 300)
+    return _run(command, twin_label(practical), seed, timeout=cap + 300)
 
 
 # ---------------------------------------------------------------------- the SB3 twins
@@ -328,6 +328,13 @@ def _value(run: Run, field: str) -> float | None:
     return getattr(run, field)  # type: ignore[no-any-return]
 
 
+def twin_label(practical: str) -> str:
+    """The twin's name in the table: ``sb3-<algo>``, and the evaluation period where the
+    twin is another practical's (REINFORCE's A2C twin is evaluated as REINFORCE is)."""
+    algo = TWIN[practical]
+    return f"sb3-{algo}" if algo == practical else f"sb3-{algo}@{eval_settings(practical)[0]}"
+
+
 def _share(run: Run) -> str:
     """The share of the run's training loop spent evaluating, in percent."""
     if run.eval_cpu is None or not run.cpu_time:
@@ -351,7 +358,7 @@ def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], R
     header = (
         f"{'practical':<9} {'seed':>4} | {'steps':>7} {'wall s':>6} {'cpu s':>6} {'evals':>5} "
         f"{'eval%':>5} | "
-        f"{'twin':<8} {'steps':>8} {'wall s':>6} {'cpu s':>6} | "
+        f"{'twin':<12} {'steps':>8} {'wall s':>6} {'cpu s':>6} | "
         f"{'steps':>5} {'wall':>5} {'cpu':>5}"
     )
     bars = [i for i, char in enumerate(header) if char == "|"]
@@ -359,17 +366,17 @@ def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], R
     lines = [banner.ljust(bars[2]) + "| ours / twin", header, "-" * len(header)]
     verdicts = []
     for name in practicals:
-        twin_name = f"sb3-{TWIN[name]}"
+        twin_name = twin_label(name)
         walls, twin_walls, all_twins_solved, points = [], [], True, []
         for seed in seeds:
             ours, twin = runs.get((name, seed)), runs.get((twin_name, seed))
             if ours is None:
                 continue
             twin_cells = (
-                f"{twin_name:<8} {twin.steps_text():>8} {twin.time_text(twin.wall_time):>6} "
+                f"{twin_name:<12} {twin.steps_text():>8} {twin.time_text(twin.wall_time):>6} "
                 f"{twin.time_text(twin.cpu_time):>6}"
                 if twin is not None
-                else f"{'-':<8} {'':>8} {'':>6} {'':>6}"
+                else f"{'-':<12} {'':>8} {'':>6} {'':>6}"
             )
             lines.append(
                 f"{name:<9} {seed:>4} | {ours.steps_text():>7} "
@@ -447,10 +454,10 @@ def main() -> int:
             every, episodes = eval_settings(name)
             for seed in args.seeds:
                 jobs[(name, seed)] = pool.submit(run_practical, name, seed, args.timeout)
-                twin = (f"sb3-{TWIN[name]}", seed)
+                twin = (twin_label(name), seed)
                 if not args.no_sb3 and twin not in twins_done:
                     twins_done.add(twin)
-                    jobs[twin] = pool.submit(run_twin, TWIN[name], seed, every, episodes, args.cap)
+                    jobs[twin] = pool.submit(run_twin, name, seed, every, episodes, args.cap)
         for future in concurrent.futures.as_completed(jobs.values()):
             print(future.result().line(), flush=True)
     runs = {key: future.result() for key, future in jobs.items()}

@@ -2,20 +2,17 @@
 
 :class:`Evaluator` plays one deterministic episode (``actor.act``) in each copy of its own
 :class:`~rl_mind.env.VecEnv` every ``every`` training steps, logs the returns to
-TensorBoard, and keeps a deep copy of the best actor (saved into ``run_dir``, filmed with
+TensorBoard and keeps a deep copy of the best actor (saved into ``run_dir``, filmed with
 :func:`~rl_mind.videos.record_video`). Each evaluation is an :class:`EvalResult`.
 
 What the reader must not get wrong:
 
 - Every evaluation replays the **same episode seeds** (copy ``i`` is reset with
-  ``seed + i``), so two evaluations compare actors, not luck; otherwise the "best actor"
-  is largely picked by the noise of the starting states.
-- Only the **first episode** of each copy counts. Copies whose episode ends early keep
-  being stepped (their later rewards are masked out) until every copy has finished, or
-  until ``max_steps``, where the unfinished episodes are cut and count their return so far.
+  ``seed + i``), so two evaluations compare actors, not the luck of the starting states.
+- Only the **first episode** of each copy counts: copies that finish early keep stepping,
+  their rewards masked, until all have finished or ``max_steps`` cuts the others short.
 - The actor runs in ``eval()`` mode under ``torch.no_grad()``; its modes are restored after.
-- :meth:`Evaluator.run` saves ``best_actor.pt`` before it records anything: an evaluation
-  whose save fails is not recorded at all.
+- ``best_actor.pt`` is saved before an evaluation is recorded: one whose save fails is not.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, overload
@@ -33,21 +29,20 @@ import torch
 from torch import Tensor, nn
 
 # (the checkpoint and video functions were defined here once: they stay importable from here)
-from rl_mind.checkpoints import CheckpointError as CheckpointError
-from rl_mind.checkpoints import load_checkpoint as load_checkpoint
-from rl_mind.checkpoints import save_checkpoint
+from rl_mind.checkpoints import CheckpointError, load_checkpoint, save_checkpoint  # noqa: F401
+from rl_mind.compat_04 import deprecated, visualize_best_arguments
 from rl_mind.core import ActionT, Actor, _as_int
 from rl_mind.env import VecEnv
 from rl_mind.notebook import outputs_directory, video_display
-from rl_mind.videos import (
+from rl_mind.videos import (  # noqa: F401  (actor_policy, write_video: importable from here)
     Wrapper,
     _actor_device,
     _check_action_shape,
     _evaluation_mode,
+    actor_policy,
     record_video,
+    write_video,
 )
-from rl_mind.videos import actor_policy as actor_policy
-from rl_mind.videos import write_video as write_video
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -118,15 +113,6 @@ def _save_best_actor(best: nn.Module, result: EvalResult, path: Path) -> None:
                       f"evaluation at step {result.step} was not recorded (history, best_reward, "
                       f"best_step and {BEST_ACTOR_FILE} are as they were) and is still due: the "
                       f"next run_if_needed evaluates again") from error  # fmt: skip
-
-
-def _deprecated(message: str, stacklevel: int = 3) -> None:
-    warnings.warn(f"{message} (rl-mind 0.4's spelling)", DeprecationWarning, stacklevel=stacklevel)
-
-
-def _short_repr(value: object) -> str:
-    """A 0.4 argument as a warning shows it: a number, a flag or a string as itself."""
-    return repr(value) if value is None or isinstance(value, (int, float, str)) else "..."
 
 
 class Evaluator(Generic[ActionT]):
@@ -247,17 +233,12 @@ class Evaluator(Generic[ActionT]):
     def run(self, steps: Any, actor: Any = None) -> EvalResult | Tensor:
         """Evaluate ``actor`` now: one deterministic episode per copy, logged at ``steps``.
 
-        Validate everything first, then mutate: when the actor is the best so far,
-        ``best_actor.pt`` is saved before anything is recorded; if that fails (a full disk),
-        the error is raised and ``history``, ``best_reward``, ``best_step``, ``best_actor``
-        and ``best_actor.pt`` stay as they were: the evaluation is still due, and the next
-        :meth:`run_if_needed` evaluates again. The TensorBoard scalars are written last.
-
-        ``run(actor)``, rl-mind 0.4's call, still works (with a ``DeprecationWarning``): it
-        returns the returns ``[B]`` and records nothing, as it did.
-        """
+        A best actor's ``best_actor.pt`` is saved before anything is recorded: if that fails
+        (a full disk), nothing changes and the evaluation is still due. The TensorBoard
+        scalars are written last. rl-mind 0.4's ``run(actor)`` still works (with a
+        ``DeprecationWarning``): it returns the returns ``[B]`` and records nothing."""
         if actor is None and isinstance(steps, Actor):
-            _deprecated("Evaluator.run(actor): call evaluator.run(steps, actor), which also "
+            deprecated("Evaluator.run(actor): call evaluator.run(steps, actor), which also "
                         "records the evaluation; its EvalResult's .rewards are what run(actor) "
                         "returned")  # fmt: skip
             return self._play(steps)[0]
@@ -361,7 +342,7 @@ class Evaluator(Generic[ActionT]):
         its positional arguments ``visualize_best(video, seed, trimmer, fps, width)``
         (``visualize_best(True, 3)``), and the keywords ``video``, ``trimmer`` and ``width``
         (ignored: a video is always filmed, and 0.4's player is gone)."""
-        directory, seed, fps = self._visualize_best_04(
+        directory, seed, fps = visualize_best_arguments(
             directory, legacy, seed=seed, fps=fps, video=video, trimmer=trimmer, width=width
         )
         if self.best_actor is None:
@@ -377,48 +358,6 @@ class Evaluator(Generic[ActionT]):
                             name=f"best-{self.env.env_name}", **kwargs)  # fmt: skip
         video_display(path)
         return path
-
-    @staticmethod
-    def _visualize_best_04(
-        directory: Any, legacy: tuple[Any, ...], **keywords: Any
-    ) -> tuple[str | os.PathLike[str] | None, int | None, float | None]:
-        """``visualize_best``'s arguments as (directory, seed, fps), 0.4's calls translated
-        (its signature was ``visualize_best(video=False, seed=0, trimmer=None, fps=30,
-        width="400px")``) with a warning that names the new spelling."""
-        old_names = ("video", "seed", "trimmer", "fps", "width")
-        if isinstance(directory, bool):  # (0.4's first argument: visualize_best(True))
-            positional = (directory, *legacy)
-            directory = None
-        elif legacy:
-            raise TypeError(f"Evaluator.visualize_best takes one positional argument, the "
-                            f"directory, and got {1 + len(legacy)}; seed, max_steps and fps "
-                            f"are keyword arguments")  # fmt: skip
-        else:
-            positional = ()
-        if directory is not None and not isinstance(directory, (str, os.PathLike)):
-            raise TypeError(f"Evaluator.visualize_best: directory must be a path (str or "
-                            f"os.PathLike) or None, not {type(directory).__name__}")  # fmt: skip
-        if len(positional) > len(old_names):
-            raise TypeError(f"Evaluator.visualize_best: rl-mind 0.4's call took at most "
-                            f"{len(old_names)} positional arguments ({', '.join(old_names)}), "
-                            f"got {len(positional)}")  # fmt: skip
-        for name, value in zip(old_names, positional):
-            if keywords[name] is not None:
-                raise TypeError(f"Evaluator.visualize_best got two values for {name}: "
-                                f"{value!r} (0.4's positional argument) and {name}="
-                                f"{keywords[name]!r}")  # fmt: skip
-            keywords[name] = value
-        if positional or any(keywords[name] is not None for name in ("video", "trimmer", "width")):
-            given = {name: keywords[name] for name in old_names if keywords[name] is not None}
-            kept = ", ".join(f"{name}={given[name]!r}" for name in ("seed", "fps") if name in given)
-            old = ", ".join([*map(_short_repr, positional),
-                             *(f"{name}={_short_repr(value)}" for name, value in given.items()
-                               if name not in old_names[: len(positional)])])  # fmt: skip
-            _deprecated(f"visualize_best({old}): call visualize_best({kept}), which always "
-                        f"films a video now and shows it inline in a notebook (video is "
-                        f"ignored, and trimmer and width, of 0.4's player, are ignored)",
-                        stacklevel=4)  # fmt: skip
-        return directory, keywords["seed"], keywords["fps"]
 
     def close(self) -> None:
         """Close the environment and the writer if the evaluator made them. Idempotent."""

@@ -211,3 +211,24 @@ def test_the_function_lengths_are_measured() -> None:
 def test_no_function_is_longer_than_a_screen() -> None:
     long = {where: n for where, n in function_lengths() if n > MAX_FUNCTION_LINES}
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+# The sizes of the building blocks' files (lines, docstrings and comments included).
+MAX_LINES = {
+    "collectors.py": 300,
+    "env.py": 450,
+    "core.py": 400,
+    "data.py": 380,
+    "checkpoints.py": 400,
+    "videos.py": 400,
+    "evaluation.py": 400,
+}
+MAX_CORE_TOTAL = 1_500  # collectors, env, core and data together
+
+
+def test_the_building_blocks_stay_within_their_sizes() -> None:
+    lines = {name: len((PACKAGE / name).read_text().splitlines()) for name in MAX_LINES}
+    over = {name: count for name, count in lines.items() if count > MAX_LINES[name]}
+    assert not over, f"over their line counts {MAX_LINES}: {over}"
+    core = sum(lines[name] for name in ("collectors.py", "env.py", "core.py", "data.py"))
+    assert core <= MAX_CORE_TOTAL, f"collectors, env, core and data: {core} lines"

@@ -28,9 +28,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from rl_mind._compat_04 import deprecated, visualize_best_arguments
+
 # (the checkpoint and video functions were defined here once: they stay importable from here)
 from rl_mind.checkpoints import CheckpointError, load_checkpoint, save_checkpoint  # noqa: F401
-from rl_mind.compat_04 import deprecated, visualize_best_arguments
 from rl_mind.core import ActionT, Actor, _as_int
 from rl_mind.env import VecEnv
 from rl_mind.notebook import outputs_directory, video_display

@@ -16,6 +16,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 
@@ -35,7 +36,9 @@ def public_modules() -> list[ModuleType]:
         for info in pkgutil.walk_packages(rl_mind.__path__, "rl_mind.")
         if not info.name.rsplit(".", 1)[-1].startswith("_")
     ]
-    return [rl_mind, *(importlib.import_module(name) for name in names)]
+    with warnings.catch_warnings():  # (rl_mind.profiles, 0.4's module, warns when imported)
+        warnings.filterwarnings("ignore", "rl_mind.profiles is rl-mind 0.4's", DeprecationWarning)
+        return [rl_mind, *(importlib.import_module(name) for name in names)]
 
 
 def public_names() -> list[tuple[ModuleType, str]]:

@@ -111,13 +111,16 @@ class Run:
             f"{self.name:<10} seed {self.seed}  best return {self.best_return:6.1f} at step "
             f"{self.best_step}  env steps {self.env_steps:>7}  wall {self.wall_time:6.1f} s  "
             f"cpu {self.time_text(self.cpu_time)} s  evaluations {self.evaluations}"
-            f"{self.eval_share_text()}  {verdict}"
+            f"{'' if self.eval_share is None else f' ({self.eval_share:.0%} of the CPU time)'}"
+            f"  {verdict}"
         )
 
-    def eval_share_text(self) -> str:
-        if self.eval_cpu is None or not self.cpu_time:
-            return ""
-        return f" ({self.eval_cpu / self.cpu_time:.0%} of the CPU time)"
+    @property
+    def eval_share(self) -> float | None:
+        """The share of the training loop's CPU time spent in ``Evaluator.run`` (ours only)."""
+        return (
+            self.eval_cpu / self.cpu_time if self.eval_cpu is not None and self.cpu_time else None
+        )
 
 
 def _run(command: list[str], name: str, seed: int, timeout: float) -> Run:
@@ -335,13 +338,6 @@ def twin_label(practical: str) -> str:
     return f"sb3-{algo}" if algo == practical else f"sb3-{algo}@{eval_settings(practical)[0]}"
 
 
-def _share(run: Run) -> str:
-    """The share of the run's training loop spent evaluating, in percent."""
-    if run.eval_cpu is None or not run.cpu_time:
-        return "-"
-    return f"{100 * run.eval_cpu / run.cpu_time:.0f}"
-
-
 def _ratio(ours: Run, twin: Run | None, field: str) -> str:
     """ours / twin of ``field``; a twin that did not solve gives an upper bound ("<")."""
     if twin is None or not ours.solved:
@@ -382,7 +378,8 @@ def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], R
                 f"{name:<9} {seed:>4} | {ours.steps_text():>7} "
                 f"{ours.time_text(ours.wall_time):>6} {ours.time_text(ours.cpu_time):>6} "
                 f"{ours.evaluations if ours.evaluations is not None else '-':>5} "
-                f"{_share(ours):>5} | {twin_cells} | "
+                f"{'-' if ours.eval_share is None else f'{100 * ours.eval_share:.0f}':>5} | "
+                f"{twin_cells} | "
                 f"{_ratio(ours, twin, 'steps'):>5} {_ratio(ours, twin, 'wall_time'):>5} "
                 f"{_ratio(ours, twin, 'cpu_time'):>5}"
             )

@@ -229,6 +229,23 @@ def test_frame_viewer_and_render_widget_keep_0_4s_public_attributes() -> None:
 
 
 # ---------------------------------------------------------------------- the migration page
+def test_the_migration_pages_line_steps_cartpole_one_environment_per_copy_as_0_4_did() -> None:
+    # CartPole is natively vectorized now (other start states for the same seed); any
+    # wrapper gives 0.4's one gymnasium environment per copy, and 0.4's observations
+    reference = gymnasium.make_vec("CartPole-v1", 3, vectorization_mode="sync")
+    expected = torch.as_tensor(reference.reset(seed=0)[0])
+    reference.close()
+    with VecEnv("CartPole-v1", 3, seed=0, wrappers=[gymnasium.Wrapper]) as env:
+        assert env.vectorization_mode == "sync" and torch.equal(env.reset(), expected)
+    with VecEnv("CartPole-v1", 3, seed=0) as native:
+        assert native.vectorization_mode == "vector_entry_point"
+        assert not torch.equal(native.reset(), expected)
+    from tests.readme_blocks import DOCS
+
+    page = (DOCS / "guide" / "migration.md").read_text(encoding="utf-8")
+    assert "wrappers=[gymnasium.Wrapper]" in page[page.index("## Same code, other numbers?") :]
+
+
 # rl-mind 0.4.0's public names, module by module (each module's __all__).
 NAMES_0_4 = {
     "rl_mind": [

@@ -1,4 +1,4 @@
-"""A short seeded TD3 run on Pendulum written with rl-mind 0.4's API only (run by
+"""Short seeded DDPG and TD3 runs on Pendulum written with rl-mind 0.4's API only (run by
 tests/test_same_numbers_04.py under rl-mind 0.4.0 and under this package).
 
 ``python same_numbers_04.py OUT_JSON RUN_DIR [--04-lines]``: trains, evaluates with an
@@ -15,6 +15,7 @@ import json
 import sys
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -61,7 +62,10 @@ class Critic(nn.Module):
         return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)
 
 
-def main(out: Path, run_dir: Path, lines_04: bool) -> None:
+def train(algorithm: str, run_dir: Path, lines_04: bool) -> dict[str, Any]:
+    """DDPG (one critic, an actor update at every step) or TD3 (twin critics, target policy
+    smoothing, delayed actor updates), evaluated into ``run_dir``."""
+    td3 = algorithm == "td3"
     torch.manual_seed(0)
     env = VecEnv(ENV, 2, seed=1)
     # this package's lines that give 0.4's behaviour back (the migration page lists them)
@@ -70,13 +74,11 @@ def main(out: Path, run_dir: Path, lines_04: bool) -> None:
     evaluator_dir = None if lines_04 else run_dir
     evaluator = Evaluator(VecEnv(ENV, 2, seed=0), EVERY, run_dir=evaluator_dir, **extra)
     actor = DeterministicActor(env.observation_dim, env.action_dim)
-    q1, q2 = (
-        Critic(env.observation_dim, env.action_dim),
-        Critic(env.observation_dim, env.action_dim),
-    )
-    actor_target, q1_target, q2_target = copy.deepcopy(actor), copy.deepcopy(q1), copy.deepcopy(q2)
+    critics = [Critic(env.observation_dim, env.action_dim) for _ in range(2 if td3 else 1)]
+    actor_target, critic_targets = copy.deepcopy(actor), copy.deepcopy(critics)
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=1e-3)
-    critic_optimizer = torch.optim.Adam([*q1.parameters(), *q2.parameters()], lr=1e-3)
+    critic_parameters = [parameter for critic in critics for parameter in critic.parameters()]
+    critic_optimizer = torch.optim.Adam(critic_parameters, lr=1e-3)
     buffer: ReplayBuffer[Action] = ReplayBuffer(10_000)
     collector = TransitionCollector(env, actor)
     update = 0
@@ -85,48 +87,54 @@ def main(out: Path, run_dir: Path, lines_04: bool) -> None:
         if collector.steps >= LEARNING_STARTS:
             batch = buffer.sample(BATCH)
             with torch.no_grad():
-                noise = (torch.randn_like(batch.action.value) * POLICY_NOISE).clamp(
-                    -NOISE_CLIP, NOISE_CLIP
-                )
-                next_action = (actor_target.act(batch.next_obs) + noise).clamp(-2.0, 2.0)
-                next_q = torch.min(
-                    q1_target(batch.next_obs, next_action), q2_target(batch.next_obs, next_action)
-                )
+                next_action = actor_target.act(batch.next_obs)
+                if td3:
+                    noise = torch.randn_like(next_action) * POLICY_NOISE
+                    next_action = next_action + noise.clamp(-NOISE_CLIP, NOISE_CLIP)
+                    next_action = next_action.clamp(-2.0, 2.0)
+                next_qs = [target(batch.next_obs, next_action) for target in critic_targets]
+                next_q = torch.min(*next_qs) if td3 else next_qs[0]
                 target = batch.reward + GAMMA * (~batch.terminated) * next_q
-            critic_loss = F.mse_loss(q1(batch.obs, batch.action.value), target) + F.mse_loss(
-                q2(batch.obs, batch.action.value), target
+            critic_loss = sum(
+                F.mse_loss(critic(batch.obs, batch.action.value), target) for critic in critics
             )
             critic_optimizer.zero_grad()
-            critic_loss.backward()
+            critic_loss.backward()  # type: ignore[union-attr]
             critic_optimizer.step()
             update += 1
-            if update % POLICY_DELAY == 0:
-                actor_loss = -q1(batch.obs, actor.act(batch.obs)).mean()
+            if update % (POLICY_DELAY if td3 else 1) == 0:
+                actor_loss = -critics[0](batch.obs, actor.act(batch.obs)).mean()
                 actor_optimizer.zero_grad()
                 actor_loss.backward()
                 actor_optimizer.step()
-                for network, target_network in ((actor, actor_target), (q1, q1_target)):
-                    soft_update(network, target_network, TAU)
-                soft_update(q2, q2_target, TAU)
+                soft_update(actor, actor_target, TAU)
+                for critic, critic_target in zip(critics, critic_targets):
+                    soft_update(critic, critic_target, TAU)
         evaluator.run_if_needed(collector.steps, actor)
-    networks = {"actor": actor, "q1": q1, "q2": q2, "actor_target": actor_target}
-    networks.update({"q1_target": q1_target, "q2_target": q2_target})
-    parameters = {
-        f"{name}.{key}": value.detach().numpy().tobytes().hex()
-        for name, network in networks.items()
-        for key, value in network.state_dict().items()
-    }
-    files = sorted(str(path.relative_to(run_dir)) for path in run_dir.rglob("*") if path.is_file())
-    result = {
-        "parameters": parameters,
+    networks = {"actor": actor, "actor_target": actor_target}
+    networks.update({f"critic{i}": critic for i, critic in enumerate(critics)})
+    networks.update({f"critic_target{i}": target for i, target in enumerate(critic_targets)})
+    return {
+        "parameters": {
+            f"{name}.{key}": value.detach().numpy().tobytes().hex()
+            for name, network in networks.items()
+            for key, value in network.state_dict().items()
+        },
         "steps": [int(result.step) for result in evaluator.history],
         "returns": [result.rewards.tolist() for result in evaluator.history],
         "best_reward": evaluator.best_reward,
-        "files": files,
         "collector_steps": collector.steps,
-        "versions": {name: version(name) for name in ("torch", "gymnasium", "numpy")},
-        "rl_mind": str(Path(rl_mind.__file__).resolve().parent),
     }
+
+
+def main(out: Path, run_dir: Path, lines_04: bool) -> None:
+    result = {algorithm: train(algorithm, run_dir / algorithm, lines_04)
+              for algorithm in ("ddpg", "td3")}  # fmt: skip
+    result["files"] = sorted(
+        path.relative_to(run_dir).as_posix() for path in run_dir.rglob("*") if path.is_file()
+    )
+    result["versions"] = {name: version(name) for name in ("torch", "gymnasium", "numpy")}
+    result["rl_mind"] = str(Path(rl_mind.__file__).resolve().parent)
     out.write_text(json.dumps(result))
 
 

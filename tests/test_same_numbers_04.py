@@ -1,6 +1,6 @@
 """rl-mind 0.4.0 itself against this package: code written for 0.4 gets 0.4's numbers.
 
-The same short seeded TD3 script (tests/same_numbers_04.py: 0.4's API only, a
+The same short seeded DDPG and TD3 script (tests/same_numbers_04.py: 0.4's API only, a
 TransitionCollector, a ReplayBuffer, soft_update, an Evaluator with run_dir and no writer)
 runs under rl-mind 0.4.0, installed from the package index into a virtual environment of its
 own (torch==2.13.0 first; kept in pytest's cache folder for the next run), and under this
@@ -105,26 +105,28 @@ def test_a_0_4_script_gets_0_4s_numbers_but_for_what_the_migration_page_lists(
     assert Path(now["rl_mind"]) == ROOT / "rl_mind", now["rl_mind"]
     setting = f"0.4 with {old['versions']}, this package with {now['versions']}"
 
-    # the parameters after training: identical to the bit (the collector, the buffer's
-    # samples, soft_update's arithmetic), and so are the evaluation steps
-    for result in (now, lines):
-        differ = sorted(name for name, value in old["parameters"].items()
-                        if result["parameters"].get(name) != value)  # fmt: skip
-        assert result["parameters"].keys() == old["parameters"].keys(), setting
-        assert differ == [], f"parameters that differ from 0.4's: {differ} ({setting})"
-        assert result["steps"] == old["steps"] == [150, 300, 450], setting
-        assert result["collector_steps"] == old["collector_steps"]
+    for algorithm in ("ddpg", "td3"):
+        old_run, now_run, lines_run = old[algorithm], now[algorithm], lines[algorithm]
+        # the parameters after training: identical to the bit (the collector, the buffer's
+        # samples, soft_update's arithmetic), and so are the evaluation steps
+        for run in (now_run, lines_run):
+            differ = sorted(name for name, value in old_run["parameters"].items()
+                            if run["parameters"].get(name) != value)  # fmt: skip
+            assert run["parameters"].keys() == old_run["parameters"].keys(), setting
+            assert differ == [], f"{algorithm}: parameters unlike 0.4's: {differ} ({setting})"
+            assert run["steps"] == old_run["steps"] == [150, 300, 450], setting
+            assert run["collector_steps"] == old_run["collector_steps"]
+        # the returns: the first evaluation starts from the same states (the evaluation
+        # VecEnv's seed is 0, the Evaluator's default); the fixed seeds then replay them,
+        # where 0.4's environments went on: other returns, unless seed=None
+        assert now_run["returns"][0] == old_run["returns"][0], setting
+        assert now_run["returns"][1:] != old_run["returns"][1:], "the page says they differ"
+        assert lines_run["returns"] == old_run["returns"], setting
+        assert lines_run["best_reward"] == old_run["best_reward"]
 
     # the files written: 0.4 wrote none without a writer; this package adds best_actor.pt
     assert old["files"] == [] and lines["files"] == []
-    assert now["files"] == [BEST_ACTOR_FILE]
-    # the returns: the first evaluation starts from the same states (the evaluation VecEnv's
-    # seed is 0, the Evaluator's default); the fixed seeds then replay them, where 0.4's
-    # environments went on: other returns, unless seed=None
-    assert now["returns"][0] == old["returns"][0], setting
-    assert now["returns"][1:] != old["returns"][1:], "fixed seeds: the page says they differ"
-    assert lines["returns"] == old["returns"], setting
-    assert lines["best_reward"] == old["best_reward"]
+    assert now["files"] == [f"ddpg/{BEST_ACTOR_FILE}", f"td3/{BEST_ACTOR_FILE}"]
 
     # and the migration page says so, with the lines this test applied
     page = MIGRATION.read_text()

@@ -944,6 +944,174 @@ TABULAR_WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
+# the maze practicals' mistakes whose hints used to name another one (issue 61): each is
+# named, and none of the other mistakes' words appear
+def greedy_ones_on_every_tied_action(P, r, gamma, terminal, v):
+    q = _q(P, r, gamma, terminal, v)
+    return (q == q.max(dim=1, keepdim=True).values).double()
+
+
+def iteration_ignores_max_sweeps(P, r, gamma, terminal, tolerance, max_sweeps):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    while True:  # (with tolerance = 0: forever)
+        new_v = _q(P, r, gamma, terminal, v).max(dim=1).values
+        if (new_v - v).abs().max() < tolerance:
+            return new_v
+        v = new_v
+
+
+def iteration_one_sweep_too_many(P, r, gamma, terminal, tolerance, max_sweeps):
+    backup = lambda v: _q(P, r, gamma, terminal, v).max(dim=1).values  # noqa: E731
+    return _sweeps(backup, P, tolerance, max_sweeps + 1)
+
+
+def iteration_one_sweep_too_few(P, r, gamma, terminal, tolerance, max_sweeps):
+    backup = lambda v: _q(P, r, gamma, terminal, v).max(dim=1).values  # noqa: E731
+    return _sweeps(backup, P, tolerance, max_sweeps - 1)
+
+
+def iteration_without_gamma(P, r, gamma, terminal, tolerance, max_sweeps):
+    no_gamma = lambda v: (r + (~terminal).double().unsqueeze(1) * (P @ v)).max(dim=1).values  # noqa: E731
+    return _sweeps(no_gamma, P, tolerance, max_sweeps)
+
+
+def evaluation_own_look_ahead_without_gamma(P, r, gamma, terminal, policy, tolerance):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    while True:  # (never converges without a terminal state)
+        new_v = (policy * (r + (~terminal).double().unsqueeze(1) * (P @ v))).sum(dim=1)
+        if (new_v - v).abs().max() < tolerance:
+            return new_v
+        v = new_v
+
+
+def evaluation_stops_on_the_signed_change(P, r, gamma, terminal, policy, tolerance):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    while True:
+        new_v = (policy * _q(P, r, gamma, terminal, v)).sum(dim=1)
+        if (new_v - v).max() < tolerance:
+            return new_v
+        v = new_v
+
+
+def evaluation_drops_terminal_next_values(P, r, gamma, terminal, policy, tolerance):
+    backup = lambda v: (policy * (r + gamma * (P @ (v * ~terminal)))).sum(1)  # noqa: E731
+    return _sweeps(backup, P, tolerance)
+
+
+def q_drops_terminal_next_values(P, r, gamma, terminal, v):
+    return r + gamma * (P @ torch.where(terminal, 0.0, v))
+
+
+def q_drops_terminal_next_values_and_future(P, r, gamma, terminal, v):
+    return r + _future(P, gamma, terminal, torch.where(terminal, 0.0, v))
+
+
+def q_discounts_the_reward(P, r, gamma, terminal, v):
+    return gamma * (r + (~terminal).double().unsqueeze(1) * (P @ v))
+
+
+def _next_max(q, step):
+    return q[step.next_obs].max(dim=1).values
+
+
+def q_learning_without_gamma(q, step, next_action, gamma):
+    return _bootstrap(step, 1.0, _next_max(q, step), (~step.terminated).float())
+
+
+def q_learning_discounts_the_reward(q, step, next_action, gamma):
+    return gamma * _bootstrap(step, 1.0, _next_max(q, step), (~step.terminated).float())
+
+
+def q_learning_inverted_mask(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, _next_max(q, step), step.terminated.float())
+
+
+def q_learning_keepdim(q, step, next_action, gamma):
+    next_value = q[step.next_obs].max(dim=1, keepdim=True).values  # [B, 1]
+    return step.reward + gamma * (~step.terminated) * next_value
+
+
+def sarsa_without_gamma(q, step, next_action, gamma):
+    return _bootstrap(step, 1.0, q[step.next_obs, next_action], (~step.terminated).float())
+
+
+def sarsa_discounts_the_reward(q, step, next_action, gamma):
+    mask = (~step.terminated).float()
+    return gamma * _bootstrap(step, 1.0, q[step.next_obs, next_action], mask)
+
+
+def sarsa_inverted_mask(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.next_obs, next_action], step.terminated.float())
+
+
+def sarsa_from_obs(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.obs, next_action], (~step.terminated).float())
+
+
+def sarsa_every_pair(q, step, next_action, gamma):
+    next_value = q[step.next_obs][:, next_action]  # [B, B]: every (row, action) pair
+    return step.reward + gamma * (~step.terminated) * next_value
+
+
+def td_rates_swapped(q, obs, action, target, learning_rate):
+    new_q = q.clone()
+    new_q[obs, action] = learning_rate * q[obs, action] + (1 - learning_rate) * target
+    return new_q
+
+
+NOT_GAMMA = ("gamma", "discount")
+MAZE_MISTAKES: list[tuple[str, Callable[..., Any], str, tuple[str, ...]]] = [
+    # (check, wrong answer, a phrase the message must contain, words it must not contain)
+    ("greedy_policy", greedy_ones_on_every_tied_action, "has a tie", ("reward alone",)),
+    (
+        "value_iteration",
+        iteration_ignores_max_sweeps,
+        "does not stop after max_sweeps = 3 sweeps",
+        ("average", *NOT_GAMMA),
+    ),
+    ("value_iteration", iteration_one_sweep_too_many, "not one more", ("average", "gamma")),
+    ("value_iteration", iteration_one_sweep_too_few, "not one less", ("average", "gamma")),
+    ("value_iteration", iteration_without_gamma, "do not change with gamma", ("average",)),
+    (
+        "policy_evaluation",
+        evaluation_own_look_ahead_without_gamma,
+        "does not converge within 2,000 sweeps: the values do not change with gamma",
+        ("max", "policy[s, a]"),
+    ),
+    (
+        "policy_evaluation",
+        evaluation_stops_on_the_signed_change,
+        "*absolute* change",
+        ("an expectation", "not a max", "gamma"),
+    ),
+    (
+        "policy_evaluation",
+        evaluation_drops_terminal_next_values,
+        "dropped where it is the *next* state",
+        ("gamma",),
+    ),
+    ("q_from_v", q_drops_terminal_next_values, "dropped where it is the *next* state", ()),
+    (
+        "q_from_v",
+        q_drops_terminal_next_values_and_future,
+        "dropped where it is the *next* state",
+        (),
+    ),
+    ("q_from_v", q_discounts_the_reward, "it is not discounted", ("next state, nor",)),
+    ("q_learning_target", q_learning_without_gamma, "do not change with gamma", ("SARSA",)),
+    ("q_learning_target", q_learning_discounts_the_reward, "not discounted", ("SARSA",)),
+    ("q_learning_target", q_learning_inverted_mask, "terminated mask inverted", ("SARSA",)),
+    ("q_learning_target", q_learning_from_obs, "step.obs", ("SARSA", "truncation")),
+    ("q_learning_target", q_learning_keepdim, "a [6, 1] tensor combined with a [6] one", ()),
+    ("sarsa_target", sarsa_without_gamma, "do not change with gamma", ("Q-learning",)),
+    ("sarsa_target", sarsa_discounts_the_reward, "not discounted", ("Q-learning",)),
+    ("sarsa_target", sarsa_inverted_mask, "terminated mask inverted", ("Q-learning",)),
+    ("sarsa_target", sarsa_from_obs, "step.obs", ("Q-learning", "truncation")),
+    ("sarsa_target", sarsa_every_pair, "every (row, column) pair", ("[6, 1]",)),
+    ("td_update", td_rates_swapped, "are swapped", ("its own target[i]",)),
+]
+
+
 WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
     # (check, wrong function, a phrase the message must contain)
     ("dqn_td_target", dqn_td_target_no_mask, "terminal step"),
@@ -1008,6 +1176,7 @@ WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
     ("sac_temperature_loss", temperature_minus_target, "entropy gap"),
     *NEWLY_NAMED,
     *TABULAR_WRONG_ANSWERS,
+    *[(name, wrong, phrase) for name, wrong, phrase, _ in MAZE_MISTAKES],
 ]
 
 
@@ -1023,6 +1192,28 @@ def test_a_typical_wrong_answer_fails_with_a_message_naming_the_mistake(
     assert not passed
     assert out.startswith(f"✗ {name}: case ")
     assert phrase in out, out
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "phrase", "unrelated"),
+    MAZE_MISTAKES,
+    ids=[wrong.__name__ for _, wrong, _, _ in MAZE_MISTAKES],
+)
+def test_a_maze_mistake_is_named_and_no_other_one_is(
+    name: str,
+    wrong: Callable[..., Any],
+    phrase: str,
+    unrelated: tuple[str, ...],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import time
+
+    start = time.monotonic()
+    passed, out = run_check(name, wrong, capsys)
+    assert time.monotonic() - start < 30.0  # (the check cell returns, even on an endless loop)
+    assert not passed and phrase in out, out
+    for words in unrelated:
+        assert words not in out, out
 
 
 @pytest.mark.parametrize(

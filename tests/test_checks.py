@@ -2038,3 +2038,41 @@ def test_the_load_line_follows_its_declaration() -> None:
     declaration_end = cell.index("    points=2,\n)\n") + len("    points=2,\n)\n")
     assert cell[declaration_end:].startswith("check_normalize.load(")
     assert cell.rstrip().endswith("print(check_normalize)")
+
+
+# ----------------------------------------------------------------------------- the guide says what the code does
+GUIDE = Path(__file__).parent.parent / "docs" / "guide"
+
+
+def test_the_guide_quotes_the_check_lines_as_they_are_printed(
+    reference: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    checks.check_gae(reference["gae"])
+    checks.check_ppo_value_loss(reference["ppo_value_loss"])
+    printed = capsys.readouterr().out.split("\n")[:2]
+    pattern = r"✓ (\S+) passes (all (\S+) cases|its case)"
+    assert all(re.fullmatch(pattern, line) for line in printed), printed
+    quoted = []
+    for page in ("practicals.md", "checks.md", "teachers.md", "maze.md"):
+        quoted += re.findall(r"✓ [^`\"\n\\]*", (GUIDE / page).read_text(encoding="utf-8"))
+    quoted = [line.strip() for line in quoted if "pass" in line]
+    assert len(quoted) >= 3
+    for line in quoted:  # (a placeholder such as <function> or N stands for a word)
+        assert re.fullmatch(pattern, line), line
+    # a failing check's ✗: what print shows has none; the notebook marks the first line
+    checks_page = (GUIDE / "checks.md").read_text(encoding="utf-8")
+    assert "# ✗" not in checks_page
+
+
+def test_the_teachers_page_covers_every_option_of_rl_mind_practical() -> None:
+    from rl_mind.practicals import _parser
+
+    page = (GUIDE / "teachers.md").read_text(encoding="utf-8")
+    options = [o for a in _parser()._actions for o in a.option_strings if o.startswith("--")]
+    assert {"--check", "--nbgrader", "--reference"} <= set(options)
+    for option in options:
+        assert f"`{option}" in page or option == "--help", option
+    for step in ("nbgrader generate_assignment", "nbgrader autograde", "--execute", "Check("):
+        assert step in page, step

@@ -62,18 +62,25 @@ class Check:
     - ``function``: the name of the gap function (its reference solution is the function
       of that name in the practical source);
     - ``cases``: :class:`Case` s, each with a name (shown to the student), a hint (the
-      likely mistake when it is the first case that fails) and ``inputs``, a function of a
-      ``torch.Generator`` that returns the arguments by name, in the order of the
-      function's parameters (the same names in every case);
+      likely mistake when it is the first case that fails), ``inputs``, a function of a
+      ``torch.Generator`` that returns the arguments by name (each parameter of the
+      function, in any order: they are matched by name), and optionally a ``limit`` on a
+      function that loops (:class:`~rl_mind.checks.limits.Limit`);
     - ``kind``: ``"target"`` (a tensor that must carry no gradient), ``"loss"`` (a
       scalar whose gradients are checked too) or ``"losses"`` (a tuple of scalars, named
       by ``outputs``);
     - ``grad_inputs``: the tensor arguments given with ``requires_grad=True`` (their
       gradients are compared for a loss);
     - ``probes``: named mistakes, message -> a wrong answer (a function with the same
-      parameters: the message is shown when the student's result equals its result) or a
-      :class:`Probe` (an input change and a test on the two results);
+      parameters: the message is shown when the student's result equals its result; a
+      :class:`~rl_mind.checks.engine.Mistake` limits it to some cases) or a :class:`Probe`
+      (an input change and a test on the two results, its ``base`` and ``cases`` kept);
     - ``points``: what the check cell is worth in an nbgrader assignment.
+
+    What it cannot honour is refused: wrong arguments here (a ``TypeError`` or
+    ``ValueError``), and, when ``rl-mind practical`` computes the cases (:meth:`generate`),
+    inputs that are not the reference's parameters, a wrong answer that takes others, or a
+    probe that does not return the inputs by name.
 
     Calling it prints ``✓`` when every case passes, else raises
     :class:`~rl_mind.checks.CheckFailure`. Its cases are computed from the reference by

@@ -107,7 +107,7 @@ def _build_value_iteration(g: torch.Generator, case: int) -> dict[str, Any]:
     if case == 3:  # the first sweeps, as the notebook draws them: tolerance 0, max_sweeps 3
         return {**_forward_mdp(g, 0.9), "tolerance": 0.0, "max_sweeps": TIGHT_SWEEPS}
     inputs = _mdp(g, terminal=case >= 1, gamma=(0.9, 0.9, 0.99)[case])
-    return {**inputs, "tolerance": TOLERANCE, "max_sweeps": 10_000}
+    return {**inputs, "tolerance": TOLERANCE, "max_sweeps": 100_000}  # (the notebook's)
 
 
 def _maze_at_v_star() -> dict[str, Any]:
@@ -221,6 +221,8 @@ TERMINAL_NEXT_STATE = (
     "terminal next states)"
 )
 TIGHT_SWEEPS = 3
+# (value iteration may fail to stop without diverging: it may ignore the tolerance)
+NO_STOP = "does not stop within {sweeps} sweeps (max_sweeps is larger)"
 
 
 MDP_ARGS = ("P", "r", "gamma", "terminal")
@@ -332,13 +334,13 @@ VALUE_ITERATION = Spec(
             "no terminal state",
             "sweep v(s) <- max over a of q(s, a) (your q_from_v) from v = 0 until the "
             "largest change of a sweep is below tolerance",
-            limit=Limit(2_000),
+            limit=Limit(2_000, message=NO_STOP),
         ),
-        Case("terminal states", NO_FUTURE, limit=Limit(2_000)),
+        Case("terminal states", NO_FUTURE, limit=Limit(2_000, message=NO_STOP)),
         Case(
             "gamma = 0.99 (many sweeps)",
             "keep sweeping until the largest change of a sweep is below tolerance",
-            limit=Limit(10_000),
+            limit=Limit(10_000, message=NO_STOP),
         ),
         Case(
             f"tolerance = 0, max_sweeps = {TIGHT_SWEEPS}: the first sweeps",

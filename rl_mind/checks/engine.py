@@ -19,7 +19,12 @@ answer. When a result is wrong, a spec's :class:`Probe` may call the function ag
 changed inputs to name a mistake the values alone do not show (a loss that does not move
 when the targets are shuffled compares every Q-value with every target), and a
 :class:`Mistake` (a known wrong answer, in a check a teacher declares) names the mistake
-whose result the student's equals.
+whose result the student's equals. Each probe may be limited to the cases where its change
+matters, so that it names its own mistake and never another. A case of a function that
+loops until it converges carries a :class:`~rl_mind.checks.limits.Limit`: past it, the
+case fails with "does not converge within N sweeps" (and the probe that tells why), so
+that a check always returns. A policy whose best actions tie (``Spec.ties_from``) may put
+its probability on any of them.
 
 What the reader must not get wrong: a check never swallows the student's exceptions (a
 ``NotImplementedError`` from an unfilled gap, a shape error) — they propagate with their

@@ -2076,3 +2076,23 @@ def test_the_teachers_page_covers_every_option_of_rl_mind_practical() -> None:
         assert f"`{option}" in page or option == "--help", option
     for step in ("nbgrader generate_assignment", "nbgrader autograde", "--execute", "Check("):
         assert step in page, step
+
+
+def test_a_probe_the_check_cannot_honour_is_refused_by_rl_mind_practical_naming_its_line() -> None:
+    from rl_mind.practicals import render_notebooks
+
+    wrong = TEACHER_SOURCE.replace(
+        "            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),\n",
+        "            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),\n"
+        "            cases=(3,),\n",
+    )
+    assert wrong != TEACHER_SOURCE
+    with pytest.raises(ValueError, match=r"toy, line 13: .*runs on the cases \[3\], which are not"):
+        render_notebooks(wrong, name="toy")
+    late_base = TEACHER_SOURCE.replace(
+        "            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),\n",
+        "            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),\n"
+        "            base=lambda inputs: {'x': inputs['advantages']},\n",
+    )
+    with pytest.raises(ValueError, match=r"toy, line 13: .*must return the inputs by name"):
+        render_notebooks(late_base, name="toy")

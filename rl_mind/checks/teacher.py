@@ -396,6 +396,14 @@ def declaration_ends(source: str) -> dict[str, int]:
     }
 
 
+def _not_declarable(where: str, error: Exception) -> ValueError:
+    return ValueError(
+        f"{where}: its checks are declared from its imports, functions, classes and check "
+        f"declarations alone (the rest of the practical does not run), and these failed: "
+        f"{type(error).__name__}: {error}"
+    )
+
+
 def declared_checks(text: str, where: str = "<source>") -> dict[str, tuple[Check, str]]:
     """The checks declared in a practical source (top-level ``check_<function> =
     Check(...)`` statements), with their cases computed from the reference solutions:
@@ -416,14 +424,16 @@ def declared_checks(text: str, where: str = "<source>") -> dict[str, tuple[Check
         or _is_check(node)
     ]
     namespace: dict[str, Any] = {}
-    try:
-        exec(compile(ast.Module(body=runnable, type_ignores=[]), where, "exec"), namespace)
-    except Exception as error:
-        raise ValueError(
-            f"{where}: its checks are declared from its imports, functions, classes and check "
-            f"declarations alone (the rest of the practical does not run), and these failed: "
-            f"{type(error).__name__}: {error}"
-        ) from error
+    for node in runnable:
+        try:
+            exec(compile(ast.Module(body=[node], type_ignores=[]), where, "exec"), namespace)
+        except (TypeError, ValueError) as error:
+            if not _is_check(node):
+                raise _not_declarable(where, error) from error
+            # (what a Check, Case, Probe or Limit refuses: said where it is written)
+            raise ValueError(f"{where}, line {node.lineno}: {error}") from error
+        except Exception as error:
+            raise _not_declarable(where, error) from error
     checks: dict[str, tuple[Check, str]] = {}
     for node in declarations:
         node = cast(ast.Assign, node)  # (_is_check)

@@ -976,6 +976,20 @@ def iteration_without_gamma(P, r, gamma, terminal, tolerance, max_sweeps):
     return _sweeps(no_gamma, P, tolerance, max_sweeps)
 
 
+def iteration_stops_on_the_signed_change(P, r, gamma, terminal, tolerance, max_sweeps):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    for _ in range(max_sweeps):
+        new_v = _q(P, r, gamma, terminal, v).max(dim=1).values
+        if (new_v - v).max() < tolerance:
+            return new_v
+        v = new_v
+    return v
+
+
+def greedy_without_gamma(P, r, gamma, terminal, v):
+    return F.one_hot(_q(P, r, 1.0, terminal, v).argmax(dim=1), r.shape[1]).double()
+
+
 def evaluation_own_look_ahead_without_gamma(P, r, gamma, terminal, policy, tolerance):
     v = torch.zeros(P.shape[0], dtype=P.dtype)
     while True:  # (never converges without a terminal state)
@@ -1073,6 +1087,13 @@ MAZE_MISTAKES: list[tuple[str, Callable[..., Any], str, tuple[str, ...]]] = [
     ("value_iteration", iteration_one_sweep_too_many, "not one more", ("average", "gamma")),
     ("value_iteration", iteration_one_sweep_too_few, "not one less", ("average", "gamma")),
     ("value_iteration", iteration_without_gamma, "do not change with gamma", ("average",)),
+    (
+        "value_iteration",
+        iteration_stops_on_the_signed_change,
+        "*absolute* change",
+        ("average", "max_sweeps"),
+    ),
+    ("greedy_policy", greedy_without_gamma, "the future is discounted", ("reward alone", "tie")),
     (
         "policy_evaluation",
         evaluation_own_look_ahead_without_gamma,
@@ -1277,6 +1298,19 @@ def evaluation_by_loops_over_entries(P, r, gamma, terminal, policy, tolerance):
             return torch.tensor(v, dtype=P.dtype)
 
 
+def iteration_in_place_in_reverse_order(P, r, gamma, terminal, tolerance, max_sweeps):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    for _ in range(max_sweeps):
+        change = 0.0
+        for s in reversed(range(len(v))):
+            future = 0.0 if terminal[s] else gamma * (P[s] @ v)
+            new = float((r[s] + future).max())
+            change, v[s] = max(change, abs(new - float(v[s]))), new
+        if change < tolerance:
+            break
+    return v
+
+
 def iteration_by_einsum(P, r, gamma, terminal, tolerance, max_sweeps):
     v = torch.zeros(P.shape[0], dtype=P.dtype)
     for _ in range(max_sweeps):
@@ -1362,6 +1396,7 @@ MAZE_RIGHT_ANSWERS: list[tuple[str, Callable[..., Any]]] = [
     ("policy_evaluation", evaluation_by_einsum),
     ("policy_evaluation", evaluation_by_loops_over_entries),
     ("value_iteration", iteration_in_place),
+    ("value_iteration", iteration_in_place_in_reverse_order),
     ("value_iteration", iteration_by_einsum),
     ("value_iteration", iteration_counting_sweeps),
     ("greedy_policy", greedy_ties_split),

@@ -7,10 +7,11 @@ are deterministic), so that a max over next states cannot pass for their expecta
 synchronous sweeps (a new ``v`` from the old one), in-place sweeps (each state updated
 from the newest values) and exact linear solves all pass; each of their cases bounds the
 sweeps (:class:`~rl_mind.checks.limits.Limit`), so that an answer that does not converge
-is named as such instead of running forever. Value iteration's last case stops at a tight
+is named as such instead of running forever. Value iteration has a case of costs (every
+reward negative: a stop on the signed change stops too early) and, last, a tight
 ``max_sweeps`` (with ``tolerance = 0``, as the notebook's pictures of the first sweeps do),
-on a model whose transitions only go to later states, so that in-place sweeps give there
-the same values as synchronous ones. ``greedy_policy`` has cases with ties (actions of
+on a model where each action stays in its state or ends the episode, so that in-place
+sweeps, in any order, give there the same values as synchronous ones. ``greedy_policy`` has cases with ties (actions of
 the same look-ahead, the maze's goal, the maze at V*): a tied row may put its 1 on any of
 the best actions, or split it between them.
 
@@ -103,10 +104,30 @@ def _build_policy_evaluation(g: torch.Generator, case: int) -> dict[str, Any]:
     return {**inputs, "policy": _policy(g, deterministic=case == 0), "tolerance": TOLERANCE}
 
 
+def _self_loops_mdp(g: torch.Generator, gamma: float) -> dict[str, Any]:
+    """An MDP where each action stays in its state or ends the episode (in the last state,
+    terminal, worth 0): a state's backup reads only its own value and 0, so that in-place
+    sweeps, in any order, give the same values as synchronous ones after each sweep."""
+    stay = 0.5 + 0.45 * torch.rand(S, A, generator=g, dtype=torch.float64)
+    P = torch.zeros(S, A, S, dtype=torch.float64)
+    states = torch.arange(S)
+    P[states, :, states] = stay
+    P[:, :, S - 1] += 1.0 - stay
+    P[S - 1] = 0.0
+    P[S - 1, :, S - 1] = 1.0
+    r = torch.randn(S, A, generator=g, dtype=torch.float64)
+    r[S - 1] = 0.0
+    terminal = torch.zeros(S, dtype=torch.bool)
+    terminal[S - 1] = True
+    return {"P": P, "r": r, "gamma": gamma, "terminal": terminal}
+
+
 def _build_value_iteration(g: torch.Generator, case: int) -> dict[str, Any]:
-    if case == 3:  # the first sweeps, as the notebook draws them: tolerance 0, max_sweeps 3
-        return {**_forward_mdp(g, 0.9), "tolerance": 0.0, "max_sweeps": TIGHT_SWEEPS}
-    inputs = _mdp(g, terminal=case >= 1, gamma=(0.9, 0.9, 0.99)[case])
+    if case == 4:  # the first sweeps, as the notebook draws them: tolerance 0, max_sweeps 3
+        return {**_self_loops_mdp(g, 0.9), "tolerance": 0.0, "max_sweeps": TIGHT_SWEEPS}
+    inputs = _mdp(g, terminal=case >= 1, gamma=(0.9, 0.9, 0.99, 0.9)[case])
+    if case == 3:  # costs: every reward negative, so that the values go down sweep by sweep
+        inputs["r"] = -(inputs["r"].abs() + 0.1)
     return {**inputs, "tolerance": TOLERANCE, "max_sweeps": 100_000}  # (the notebook's)
 
 
@@ -126,14 +147,24 @@ def _maze_at_v_star() -> dict[str, Any]:
 
 
 def _build_greedy_policy(g: torch.Generator, case: int) -> dict[str, Any]:
-    if case == 4:
+    if case == 5:
         return _maze_at_v_star()
-    inputs = _mdp(g, terminal=case in (2, 3), gamma=0.9)
+    inputs = _mdp(g, terminal=case in (3, 4), gamma=0.5 if case == 2 else 0.9)
     if case == 0:
         v = torch.zeros(S, dtype=torch.float64)
     else:  # a value function large enough to outweigh the rewards
         v = torch.randn(S, generator=g, dtype=torch.float64) * 5.0
-    if case == 3:  # ties: actions 1 and 2 are copies of action 0 in states 0 and 3, and the
+    if case == 2:  # in states 0, 1 and 4, gamma decides: action 0 earns more now, action 1
+        # leads to the best state; 0.5 * the gap of values < the gap of rewards < 0.9 * it
+        P, r = inputs["P"].clone(), inputs["r"].clone()
+        high, low = int(v.argmax()), int(v.argmin())
+        rows = [0, 1, 4]
+        P[rows, 0] = torch.nn.functional.one_hot(torch.tensor(low), S).to(P.dtype)
+        P[rows, 1] = torch.nn.functional.one_hot(torch.tensor(high), S).to(P.dtype)
+        r[rows, 0] = r[rows, 1] + 0.7 * float(v[high] - v[low])
+        r[rows, 2] = r[rows, :2].min(dim=1).values - 5.0 * float(v[high] - v[low])
+        inputs = {**inputs, "P": P, "r": r}
+    if case == 4:  # ties: actions 1 and 2 are copies of action 0 in states 0 and 3, and the
         # terminal states' actions all earn the same (as at the maze's goal)
         P, r = inputs["P"].clone(), inputs["r"].clone()
         P[[0, 3], 1:] = P[[0, 3], :1]
@@ -198,6 +229,12 @@ def _a_worse_action_added(stored: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _forward_model_of_costs(stored: dict[str, Any]) -> dict[str, Any]:
+    # every reward negative: the values go down, sweep by sweep
+    forward = _forward_model(stored)
+    return {**forward, "r": -forward["r"]}
+
+
 def _fewer_sweeps(stored: dict[str, Any]) -> dict[str, Any]:
     return {**stored, "max_sweeps": stored["max_sweeps"] - 1}
 
@@ -221,6 +258,7 @@ TERMINAL_NEXT_STATE = (
     "terminal next states)"
 )
 TIGHT_SWEEPS = 3
+FIRST_SWEEPS = f"tolerance = 0, max_sweeps = {TIGHT_SWEEPS}: the first sweeps"
 # (value iteration may fail to stop without diverging: it may ignore the tolerance)
 NO_STOP = "does not stop within {sweeps} sweeps (max_sweeps is larger)"
 
@@ -343,7 +381,12 @@ VALUE_ITERATION = Spec(
             limit=Limit(10_000, message=NO_STOP),
         ),
         Case(
-            f"tolerance = 0, max_sweeps = {TIGHT_SWEEPS}: the first sweeps",
+            "costs: every reward negative (the values go down)",
+            "stop when the largest absolute change of a sweep is below tolerance",
+            limit=Limit(2_000, message=NO_STOP),
+        ),
+        Case(
+            FIRST_SWEEPS,
             "stop after max_sweeps sweeps even when the values still change (with tolerance "
             "= 0 they always do): return the values after exactly max_sweeps sweeps from "
             "v = 0, not one more, not one less",
@@ -369,11 +412,19 @@ VALUE_ITERATION = Spec(
         Probe(_other_transitions, same_result, NO_FUTURE_AT_ALL, base=_forward_model),
         Probe(_half_gamma, same_result, NO_GAMMA, base=_forward_model),
         Probe(
+            _half_gamma,
+            same_result,
+            "with every reward negative your sweeps stop too early (the values no longer "
+            "change with gamma): stop when the largest *absolute* change of a sweep is below "
+            "tolerance (the values may go down as well as up)",
+            base=_forward_model_of_costs,
+        ),
+        Probe(
             _fewer_sweeps,
             same_result,
             "the result does not change with max_sweeps: stop after max_sweeps sweeps even "
             "when the values still change (with tolerance = 0 they always do)",
-            cases=(4,),
+            cases=(FIRST_SWEEPS,),
         ),
     ),
 )
@@ -391,6 +442,10 @@ GREEDY_POLICY = Spec(
             "a value function that outweighs the rewards",
             "look one step ahead: the greedy action maximizes q(s, a) = r[s, a] + gamma * "
             "(expected next value), not the reward alone",
+        ),
+        Case(
+            "gamma = 0.5: a discounted future",
+            "the future is discounted: q(s, a) = r[s, a] + gamma * (expected next value)",
         ),
         Case("terminal states", NO_FUTURE),
         Case(

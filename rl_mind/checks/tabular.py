@@ -231,7 +231,7 @@ SARSA_TARGET = Spec(
             same_result,
             "the targets do not change with next_action: SARSA bootstraps from the action "
             "the agent takes next, q[next_obs, next_action], not from the best action (that "
-            "is Q-learning)",
+            "is Q-learning) nor from another value of next_obs that ignores next_action",
         ),
         "the targets change with step.obs where an episode ended: there step.obs is already "
         "the first state of the next episode; SARSA bootstraps from next_obs, the true "

@@ -986,6 +986,12 @@ def iteration_stops_on_the_signed_change(P, r, gamma, terminal, tolerance, max_s
     return v
 
 
+def iteration_returns_the_best_actions(P, r, gamma, terminal, tolerance, max_sweeps):
+    backup = lambda v: _q(P, r, gamma, terminal, v).max(dim=1).values  # noqa: E731
+    v = _sweeps(backup, P, tolerance, max_sweeps)
+    return _q(P, r, gamma, terminal, v).argmax(dim=1).double()
+
+
 def greedy_without_gamma(P, r, gamma, terminal, v):
     return F.one_hot(_q(P, r, 1.0, terminal, v).argmax(dim=1), r.shape[1]).double()
 
@@ -1094,6 +1100,7 @@ MAZE_MISTAKES: list[tuple[str, Callable[..., Any], str, tuple[str, ...]]] = [
         ("average", "max_sweeps"),
     ),
     ("greedy_policy", greedy_without_gamma, "the future is discounted", ("reward alone", "tie")),
+    ("value_iteration", iteration_returns_the_best_actions, "not the best actions", ("gamma",)),
     (
         "policy_evaluation",
         evaluation_own_look_ahead_without_gamma,

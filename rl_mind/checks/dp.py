@@ -402,6 +402,13 @@ VALUE_ITERATION = Spec(
     DATA,
     axes="s",
     probes=(
+        # values follow the rewards; the best actions (an argmax) do not
+        Probe(
+            lambda stored: {**stored, "r": stored["r"] + 100.0},
+            same_result,
+            "the result does not change when every reward grows by 100: return the values "
+            "v [S] (the max over actions of q(s, a)), not the best actions (its argmax)",
+        ),
         Probe(
             _a_worse_action_added,
             lambda v, changed: not close(v, changed),

@@ -1804,6 +1804,10 @@ def test_a_declaration_that_needs_the_rest_of_the_practical_is_an_error_saying_s
     text = TEACHER_SOURCE.replace("    points=2,\n", "    points=config.points,\n")
     with pytest.raises(ValueError, match=r"toy: .*the rest of the practical does not run.*"):
         render_notebooks(text, name="toy")
+    # a case's inputs that need it: found when the cases are computed
+    text = TEACHER_SOURCE.replace("spread(g, 8, 3.0)", "spread(g, config.n, 3.0)")
+    with pytest.raises(ValueError, match=r"toy: .*does not run.*NameError: name 'config'"):
+        render_notebooks(text, name="toy")
 
 
 @pytest.mark.parametrize(

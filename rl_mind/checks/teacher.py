@@ -459,6 +459,8 @@ def declared_checks(text: str, where: str = "<source>") -> dict[str, tuple[Check
             )
         try:
             checks[name] = (check, check.generate(reference))
-        except ValueError as error:
+        except (TypeError, ValueError) as error:
             raise ValueError(f"{where}, line {node.lineno}: {error}") from error
+        except Exception as error:  # (a case that needs the rest of the practical, say)
+            raise _not_declarable(where, error) from error
     return checks

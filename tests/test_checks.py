@@ -1923,6 +1923,22 @@ def test_case_inputs_in_another_order_than_the_parameters_are_matched_by_name(
         check(lambda x, scale: x + 0.0)
 
 
+def test_parameters_with_a_default_may_be_left_out_of_the_cases(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def scaled(x, scale=2.0, bias=0.0):
+        return x * scale + bias
+
+    given = checks.Case("scale given", "multiply", lambda g: {"scale": 3.0, "x": _vector(g)})
+    check = checks.Check("scaled", [given])
+    check.generate(scaled)
+    check(lambda x, scale, bias=0.0: scale * x)
+    assert capsys.readouterr().out == "✓ scaled passes its case\n"
+    left_out = checks.Case("bias only", "add", lambda g: {"bias": 1.0, "x": _vector(g)})
+    with pytest.raises(ValueError, match=r"takes \(x, scale, bias\).*missing \['scale'\]"):
+        checks.Check("scaled", [left_out]).generate(scaled)
+
+
 @pytest.mark.parametrize(
     ("inputs", "probes", "match"),
     [

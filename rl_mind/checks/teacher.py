@@ -190,7 +190,8 @@ class Check:
         encoded (what :meth:`load` takes).
 
         The inputs are matched to the reference's parameters by name (in any order in the
-        case's dict); a case whose inputs are not the parameters, a wrong answer that does
+        case's dict; parameters with a default, at the end, may be left out); a case whose
+        inputs are not the parameters, a wrong answer that does
         not take them, a probe whose change does not return them, or a limit over no input
         is a ``ValueError`` saying which."""
         if not callable(reference):
@@ -198,6 +199,9 @@ class Check:
         parameters = _parameters(self.function, reference, f"the reference {self.function}")
         built = [self._inputs(i, torch.Generator().manual_seed(0)) for i in range(len(self.cases))]
         args = parameters or tuple(built[0])
+        if parameters:  # (parameters with a default, at the end, may be left out)
+            given = [parameters.index(name) + 1 for name in built[0] if name in parameters]
+            args = parameters[: max([_required(reference), *given])]
         for case, inputs in zip(self.cases, built):
             if set(inputs) != set(args):
                 missing = [name for name in args if name not in inputs]
@@ -323,6 +327,16 @@ def _parameters(function: str, fn: Callable[..., Any], what: str) -> tuple[str, 
     if not names:
         raise ValueError(f"Check({function!r}): {what} takes no positional parameter")
     return names
+
+
+def _required(fn: Callable[..., Any]) -> int:
+    """How many positional parameters of ``fn`` have no default (they come first)."""
+    return sum(
+        1
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and p.default is inspect.Parameter.empty
+    )
 
 
 def _ordered(inputs: dict[str, Any], args: tuple[str, ...]) -> dict[str, Any]:

@@ -1019,6 +1019,11 @@ def evaluation_drops_terminal_next_values(P, r, gamma, terminal, policy, toleran
     return _sweeps(backup, P, tolerance)
 
 
+def iteration_drops_terminal_next_values(P, r, gamma, terminal, tolerance, max_sweeps):
+    backup = lambda v: (r + gamma * (P @ (v * ~terminal))).max(dim=1).values  # noqa: E731
+    return _sweeps(backup, P, tolerance, max_sweeps)
+
+
 def q_drops_terminal_next_values(P, r, gamma, terminal, v):
     return r + gamma * (P @ torch.where(terminal, 0.0, v))
 
@@ -1120,6 +1125,12 @@ MAZE_MISTAKES: list[tuple[str, Callable[..., Any], str, tuple[str, ...]]] = [
         ("gamma",),
     ),
     ("q_from_v", q_drops_terminal_next_values, "dropped where it is the *next* state", ()),
+    (
+        "value_iteration",
+        iteration_drops_terminal_next_values,
+        "dropped where it is the *next* state",
+        ("gamma", "average"),
+    ),
     (
         "q_from_v",
         q_drops_terminal_next_values_and_future,

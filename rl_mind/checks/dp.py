@@ -258,6 +258,7 @@ TERMINAL_NEXT_STATE = (
     "terminal next states)"
 )
 TIGHT_SWEEPS = 3
+COSTS = "costs: every reward negative (the values go down)"
 FIRST_SWEEPS = f"tolerance = 0, max_sweeps = {TIGHT_SWEEPS}: the first sweeps"
 # (value iteration may fail to stop without diverging: it may ignore the tolerance)
 NO_STOP = "does not stop within {sweeps} sweeps (max_sweeps is larger)"
@@ -381,7 +382,7 @@ VALUE_ITERATION = Spec(
             limit=Limit(10_000, message=NO_STOP),
         ),
         Case(
-            "costs: every reward negative (the values go down)",
+            COSTS,
             "stop when the largest absolute change of a sweep is below tolerance",
             limit=Limit(2_000, message=NO_STOP),
         ),
@@ -425,6 +426,12 @@ VALUE_ITERATION = Spec(
             "change with gamma): stop when the largest *absolute* change of a sweep is below "
             "tolerance (the values may go down as well as up)",
             base=_forward_model_of_costs,
+        ),
+        Probe(
+            _terminal_rewards_changed,
+            _terminal_states_change_only_themselves,
+            TERMINAL_NEXT_STATE,
+            cases=("terminal states", COSTS),
         ),
         Probe(
             _fewer_sweeps,

@@ -1,0 +1,29 @@
+"""Studies: a training function's variants × seeds, run on every core or on a cluster.
+
+Imported on demand (``from rl_mind.study import load_table``), not by ``import rl_mind``:
+the table needs pandas (the ``study`` extra), and the engines Dask or submitit.
+
+- :mod:`rl_mind.study.table`: :func:`load_table`, the runs' evaluations as a DataFrame.
+- :mod:`rl_mind.study.runs`: the files of a run directory (``config.json``,
+  ``status.json``), written atomically.
+"""
+
+from rl_mind.study.runs import (
+    CONFIG_FILE,
+    STATUS_FILE,
+    STUDY_FILE,
+    read_config,
+    read_status,
+    write_json,
+)
+from rl_mind.study.table import load_table
+
+__all__ = [
+    "CONFIG_FILE",
+    "STATUS_FILE",
+    "STUDY_FILE",
+    "load_table",
+    "read_config",
+    "read_status",
+    "write_json",
+]

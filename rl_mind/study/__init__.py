@@ -3,11 +3,16 @@
 Imported on demand (``from rl_mind.study import load_table``), not by ``import rl_mind``:
 the table needs pandas (the ``study`` extra), and the engines Dask or submitit.
 
+- :mod:`rl_mind.study.runner`: :class:`Study` (a training function, a grid of variants,
+  seeds, a directory), one :class:`Run` per variant and seed, and :class:`StudySummary`.
+- :mod:`rl_mind.study.engines`: where the runs execute (local processes, Dask, submitit).
+- :mod:`rl_mind.study.progress`: the study's one progress display.
 - :mod:`rl_mind.study.table`: :func:`load_table`, the runs' evaluations as a DataFrame.
 - :mod:`rl_mind.study.runs`: the files of a run directory (``config.json``,
   ``status.json``), written atomically.
 """
 
+from rl_mind.study.runner import Run, Study, StudySummary, execute_run
 from rl_mind.study.runs import (
     CONFIG_FILE,
     STATUS_FILE,
@@ -22,6 +27,10 @@ __all__ = [
     "CONFIG_FILE",
     "STATUS_FILE",
     "STUDY_FILE",
+    "Run",
+    "Study",
+    "StudySummary",
+    "execute_run",
     "load_table",
     "read_config",
     "read_status",

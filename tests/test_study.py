@@ -8,6 +8,12 @@ engine.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,9 +21,12 @@ import torch
 
 from rl_mind.records import EvalResult, append_evaluation
 from rl_mind.study import Study, load_table, write_json
+from rl_mind.study.cli import load_study
+from rl_mind.study.cli import main as study_main
+from tests.readme_blocks import ROOT
 from tests.study_toys import busy_train, train
 
-pytest.importorskip("pandas")
+pd = pytest.importorskip("pandas")
 
 
 def write_run(folder: Path, returns: list[float], extras: dict[str, float] | None = None) -> None:
@@ -206,3 +215,151 @@ def test_a_bad_engine_or_worker_count_starts_nothing(
     with pytest.raises(error, match=message):
         toy_study(tmp_path / "s").run(progress=False, **arguments)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------- kill -9, resume
+STUDY_FILE_TEXT = """
+from rl_mind.study import Study
+from tests.study_toys import train
+
+study = Study(train, grid={{"gain": [0.2, 0.5, 1.0]}}, seeds=[0, 1], directory={directory!r})
+"""
+
+
+def start_study(tmp_path: Path, *arguments: str) -> tuple[subprocess.Popen[str], Path]:
+    """``rl-mind study`` in a new process group, on runs that pause 0.4 s per evaluation."""
+    directory = tmp_path / "study"
+    source = tmp_path / "declared.py"
+    source.write_text(STUDY_FILE_TEXT.format(directory=str(directory)).replace(
+        "train, grid", "functools.partial(train, pause=0.4), grid").replace(
+        "from rl_mind", "import functools\nfrom rl_mind"))  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "rl_mind", "study", str(source), "--workers", "2", *arguments]
+    process = subprocess.Popen(command, env=environment, text=True, start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    return process, directory
+
+
+def states(directory: Path) -> dict[str, dict[str, object]]:
+    return {path.parent.name: json.loads(path.read_text())
+            for path in directory.glob("*/status.json")}  # fmt: skip
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert process.poll() is None, process.communicate()[0]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def running_worker(directory: Path, driver: int) -> tuple[str, int] | None:
+    for name, status in states(directory).items():
+        if status["state"] == "running" and status["pid"] != driver:
+            return name, int(status["pid"])  # type: ignore[call-overload]
+    return None
+
+
+def test_a_killed_worker_is_replaced_and_its_run_made_again_from_scratch(tmp_path: Path) -> None:
+    process, directory = start_study(tmp_path)
+    try:
+        wait_for(lambda: sum(s["state"] == "done" for s in states(directory).values()) >= 2
+                 and running_worker(directory, process.pid) is not None, process)  # fmt: skip
+        finished = {name: snapshot(directory / name) for name, status in states(directory).items()
+                    if status["state"] == "done"}  # fmt: skip
+        killed, pid = running_worker(directory, process.pid)  # type: ignore[misc]
+        os.kill(pid, signal.SIGKILL)
+        output = process.communicate(timeout=120)[0]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0, output
+    assert "6 runs, 6 done" in output
+    assert {name: status["state"] for name, status in states(directory).items()} == {
+        run: "done" for run in states(directory)} and len(states(directory)) == 6  # fmt: skip
+    assert states(directory)[killed]["pid"] != pid  # (made again, by another worker)
+    for name, files in finished.items():
+        assert snapshot(directory / name) == files, f"{name}'s files changed"
+    table = load_table(directory)
+    assert table.groupby("run")["step"].apply(list).tolist() == [[100, 200, 300]] * 6
+
+
+def test_a_study_killed_with_its_workers_resumes_what_is_not_done(tmp_path: Path) -> None:
+    process, directory = start_study(tmp_path)
+    try:
+        wait_for(lambda: sum(s["state"] == "done" for s in states(directory).values()) >= 2
+                 and running_worker(directory, process.pid) is not None, process)  # fmt: skip
+        os.killpg(process.pid, signal.SIGKILL)  # (the driver and its workers: a crash)
+        process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    left = states(directory)
+    finished = {
+        name: snapshot(directory / name) for name, s in left.items() if s["state"] == "done"
+    }
+    interrupted = [name for name, s in left.items() if s["state"] == "running"]
+    assert finished and interrupted and len(finished) < 6
+    summary = load_study(tmp_path / "declared.py").run(workers=2, progress=False)
+    assert summary.complete and len(summary.done) == 6
+    for name, files in finished.items():
+        assert snapshot(directory / name) == files, f"{name} was run again"
+    for name in interrupted:
+        assert states(directory)[name]["started"] >= left[name]["started"]
+    table = load_table(directory)
+    assert table.groupby("run")["step"].apply(list).tolist() == [[100, 200, 300]] * 6
+    # `rl-mind study --summary` says so, and runs nothing
+    before = snapshot(directory)
+    assert study_main([str(tmp_path / "declared.py"), "--summary"]) == 0
+    assert snapshot(directory) == before
+
+
+def test_a_study_being_run_is_not_run_twice_at_once(tmp_path: Path) -> None:
+    process, directory = start_study(tmp_path)
+    try:
+        wait_for(lambda: running_worker(directory, process.pid) is not None, process)
+        with pytest.raises(RuntimeError, match="being run by another process"):
+            load_study(tmp_path / "declared.py").run(workers=1, progress=False)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate(timeout=30)
+
+
+# ---------------------------------------------------------------------- the engines
+ENGINE_GRID = {"gain": [0.2, 1.0]}
+
+
+@pytest.fixture(scope="module")
+def local_table(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    directory = tmp_path_factory.mktemp("local") / "study"
+    study = Study(train, grid=ENGINE_GRID, seeds=[0, 1, 2], directory=directory)
+    assert study.run(workers=2, progress=False).complete
+    return study.table()
+
+
+def test_a_dask_local_cluster_gives_the_same_table(
+    tmp_path: Path, local_table: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # (the workers import tests.study_toys)
+    study = Study(train, grid=ENGINE_GRID, seeds=[0, 1, 2], directory=tmp_path / "study")
+    assert study.run(workers=3, engine="dask", progress=False).complete
+    hosts = {json.loads(run.directory.joinpath("status.json").read_text())["pid"]
+             for run in study.runs}  # fmt: skip
+    assert os.getpid() not in hosts and len(hosts) >= 2  # (worker processes, several)
+    pd.testing.assert_frame_equal(study.table(), local_table)
+    assert local_table["return"].nunique() > 3  # (the returns differ by seed and variant)
+
+
+def test_submitits_local_executor_gives_the_same_table(
+    tmp_path: Path, local_table: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    submitit = pytest.importorskip("submitit")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    executor = submitit.LocalExecutor(folder=tmp_path / "logs")
+    study = Study(train, grid=ENGINE_GRID, seeds=[0, 1, 2], directory=tmp_path / "study")
+    assert study.run(engine=executor, progress=False).complete
+    pids = {json.loads(run.directory.joinpath("status.json").read_text())["pid"]
+            for run in study.runs}  # fmt: skip
+    assert len(pids) == 6 and os.getpid() not in pids  # (one job each)
+    pd.testing.assert_frame_equal(study.table(), local_table)

@@ -24,7 +24,7 @@ from rl_mind.study import Study, load_table, write_json
 from rl_mind.study.cli import load_study
 from rl_mind.study.cli import main as study_main
 from tests.readme_blocks import ROOT
-from tests.study_toys import busy_train, train
+from tests.study_toys import dqn, train
 
 pd = pytest.importorskip("pandas")
 
@@ -186,8 +186,8 @@ def test_a_directory_of_another_study_is_refused(tmp_path: Path) -> None:
         toy_study(tmp_path / "s", gain=[0.2, 0.5])
     with pytest.raises(ValueError, match="belongs to another study"):
         Study(train, grid={"gain": [0.2]}, seeds=[0, 1, 2], directory=tmp_path / "s")
-    with pytest.raises(ValueError, match="belongs to another study.*function='busy_train'"):
-        Study(busy_train, grid={"size": [1]}, seeds=[0, 1], directory=tmp_path / "s")
+    with pytest.raises(ValueError, match="belongs to another study.*function='dqn'"):
+        Study(dqn, grid={"hidden": [8]}, seeds=[0, 1], directory=tmp_path / "s")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="not empty and holds no study.json"):

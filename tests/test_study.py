@@ -23,6 +23,7 @@ from rl_mind.records import EvalResult, append_evaluation
 from rl_mind.study import Study, load_table, write_json
 from rl_mind.study.cli import load_study
 from rl_mind.study.cli import main as study_main
+from rl_mind.study.progress import StudyProgress
 from tests.readme_blocks import ROOT
 from tests.study_toys import dqn, train
 
@@ -363,3 +364,41 @@ def test_submitits_local_executor_gives_the_same_table(
             for run in study.runs}  # fmt: skip
     assert len(pids) == 6 and os.getpid() not in pids  # (one job each)
     pd.testing.assert_frame_equal(study.table(), local_table)
+
+
+# ---------------------------------------------------------------------- the display, the command
+def test_the_progress_display_is_plain_lines_off_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    display = StudyProgress(total=4, done_before=1)  # (pytest's output is no terminal)
+    assert display.bar is None and display.time_left() is None
+    display.running(2)
+    display.ended("algo=td3,seed=0", True, 75.0)
+    display.ended("algo=td3,seed=1", False)
+    display.close()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "study: 3 of 4 runs to do (1 done before)"
+    assert lines[1].startswith("study: 2/4 done, 1 running, 0 failed, ")
+    assert lines[1].endswith(" left (algo=td3,seed=0 done in 1 min 15 s)")
+    assert lines[2].startswith("study: 2/4 done, 0 running, 1 failed, ")
+    assert "(algo=td3,seed=1 FAILED)" in lines[2]
+
+
+def test_the_progress_display_is_a_bar_in_a_notebook(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("rl_mind.study.progress.is_notebook", lambda: True)
+    display = StudyProgress(total=3, done_before=0)
+    assert display.bar is not None and display.bar.bar.total == 3
+    display.running(2)
+    display.ended("a", True, 1.0)
+    assert display.bar.n == 1
+    display.close()
+    assert display.bar is None
+
+
+def test_rl_mind_study_is_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from rl_mind.__main__ import main
+
+    assert main(["--help"]) == 0
+    assert "study" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="expected a Python file declaring a Study"):
+        main(["study", "no_such_file.py"])

@@ -37,49 +37,20 @@ import inspect
 import json
 import os
 import re
-import shutil
-import socket
-import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
-from rl_mind.study.runs import (
-    STUDY_FILE,
-    _read_json,
-    read_status,
-    write_json,
-)
+from rl_mind.study.engines import open_engine
+from rl_mind.study.progress import StudyProgress
+from rl_mind.study.runs import STUDY_FILE, Run, _read_json, read_status, write_json
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Run", "Study", "StudySummary", "execute_run"]
+__all__ = ["Study", "StudySummary"]
 
 RESERVED = ("seed", "run_dir")  # the keyword arguments the study passes itself
-
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-    """One run of a study: a variant of the grid (``config``, by name) and a ``seed``, in
-    its own ``directory`` (``name`` is the folder's name, e.g. ``algo=td3,seed=0``)."""
-
-    name: str
-    config: Mapping[str, Any]
-    seed: int
-    directory: Path
-
-    @property
-    def state(self) -> str:
-        """``"missing"`` (never started), ``"running"``, ``"done"`` or ``"failed"``, as its
-        ``status.json`` says (a ``"running"`` run whose process is gone stays so until the
-        study runs it again)."""
-        status = read_status(self.directory)
-        return "missing" if status is None else str(status.get("state", "missing"))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -120,48 +91,6 @@ class StudySummary:
             lines.append("  (each failed run's traceback is in its status.json; running the "
                          "study again runs the failed runs again)")  # fmt: skip
         return "\n".join(lines)
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def execute_run(
-    function: Callable[..., Any], config: Mapping[str, Any], seed: int, run_dir: str
-) -> dict[str, Any]:
-    """Run ``function(**config, seed=seed, run_dir=run_dir)`` in ``run_dir`` with one torch
-    thread, writing its ``config.json`` and ``status.json``; return the final status.
-
-    This is what every engine runs (a local process, a Dask worker, a SLURM job). A run
-    whose status already says ``"done"`` is not run again. Any other folder (a failed run,
-    or one whose worker was killed) is emptied first, so the run starts from scratch. An
-    exception of ``function`` is caught: the status says ``"failed"``, with the traceback.
-    """
-    directory = Path(run_dir)
-    previous = read_status(directory)
-    if previous is not None and previous.get("state") == "done":
-        return previous
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    write_json(directory / "config.json", dict(config))
-    status: dict[str, Any] = {"state": "running", "seed": seed, "started": _now(),
-                              "host": socket.gethostname(), "pid": os.getpid()}  # fmt: skip
-    write_json(directory / "status.json", status)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # (one run per core: more threads would fight over the cores)
-    start = time.perf_counter()
-    try:
-        function(**config, seed=seed, run_dir=directory)
-    except Exception:
-        status.update(state="failed", error=traceback.format_exc())
-    else:
-        status.update(state="done")
-    finally:
-        torch.set_num_threads(threads)
-    status.update(finished=_now(), seconds=round(time.perf_counter() - start, 3))
-    write_json(directory / "status.json", status)
-    return status
 
 
 # ---------------------------------------------------------------------- validation
@@ -395,9 +324,7 @@ class Study:
         (killed, out of memory) is run again from scratch once; a second death marks it
         failed. Interrupting the study leaves the runs under way to run again next time.
         """
-        from rl_mind.study.engines import open_engine
-        from rl_mind.study.progress import StudyProgress
-
+        self._check_directory()  # (again: another study may have taken it since)
         todo = [run for run in self.runs if run.state != "done"]
         with open_engine(engine, workers, self.function, len(todo), self.directory) as executor:
             # (all checks are done: from here on, the study writes)

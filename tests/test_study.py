@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from rl_mind.records import EvalResult, append_evaluation
-from rl_mind.study import Study, load_table, write_json
+from rl_mind.study import Study, execute_run, load_table, write_json
 from rl_mind.study.cli import load_study
 from rl_mind.study.cli import main as study_main
 from rl_mind.study.progress import StudyProgress
@@ -402,3 +402,14 @@ def test_rl_mind_study_is_a_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert "study" in capsys.readouterr().out
     with pytest.raises(ValueError, match="expected a Python file declaring a Study"):
         main(["study", "no_such_file.py"])
+
+
+def test_a_folder_that_is_no_run_is_never_emptied(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("months of work")
+    with pytest.raises(ValueError, match="not a study's run folder"):
+        execute_run(train, {}, 0, str(tmp_path / "mine"))
+    assert (tmp_path / "mine" / "thesis.tex").read_text() == "months of work"
+    # an empty folder (a run killed right after creating it) is a run's to fill
+    (tmp_path / "empty").mkdir()
+    assert execute_run(train, {"gain": 0.2}, 0, str(tmp_path / "empty"))["state"] == "done"

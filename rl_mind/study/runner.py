@@ -255,7 +255,7 @@ class Study:
             raise ValueError(f"Study: directory {directory} is a file; expected a folder")
         existing = _read_json(directory / STUDY_FILE) if directory.is_dir() else None
         if existing is None:
-            if directory.is_dir() and any(directory.iterdir()):
+            if directory.is_dir() and any(p.name != ".lock" for p in directory.iterdir()):
                 raise ValueError(f"Study: {directory} is not empty and holds no {STUDY_FILE}: "
                                  f"it is not a study's directory; choose a new or empty "
                                  f"folder")  # fmt: skip

@@ -125,20 +125,26 @@ def execute_run(
 
     This is what every engine runs (a local process, a Dask worker, a SLURM job). A run
     whose status already says ``"done"`` is not run again. Any other folder (a failed run,
-    or one whose worker was killed) is emptied first, so the run starts from scratch. An
-    exception of ``function`` is caught: the status says ``"failed"``, with the traceback.
+    or one whose worker was killed) is emptied first, so the run starts from scratch; a
+    folder that holds files but no ``status.json`` is no run's, and is refused
+    (``ValueError``), never emptied. An exception of ``function`` is caught: the status
+    says ``"failed"``, with the traceback.
     """
     directory = Path(run_dir)
     previous = read_status(directory)
     if previous is not None and previous.get("state") == "done":
         return previous
+    if previous is None and directory.is_dir() and any(directory.iterdir()):
+        raise ValueError(f"execute_run: {directory} holds files but no {STATUS_FILE}: it is "
+                         f"not a study's run folder, and is left as it is")  # fmt: skip
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    write_json(directory / "config.json", dict(config))
+    # (the status first: a folder of this study always has one, unless it is empty)
     status: dict[str, Any] = {"state": "running", "seed": seed, "started": _now(),
                               "host": socket.gethostname(), "pid": os.getpid()}  # fmt: skip
-    write_json(directory / "status.json", status)
+    write_json(directory / STATUS_FILE, status)
+    write_json(directory / CONFIG_FILE, dict(config))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # (one run per core: more threads would fight over the cores)
     start = time.perf_counter()
@@ -151,5 +157,5 @@ def execute_run(
     finally:
         torch.set_num_threads(threads)
     status.update(finished=_now(), seconds=round(time.perf_counter() - start, 3))
-    write_json(directory / "status.json", status)
+    write_json(directory / STATUS_FILE, status)
     return status

@@ -7,6 +7,7 @@ engine.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -413,3 +415,29 @@ def test_a_folder_that_is_no_run_is_never_emptied(tmp_path: Path) -> None:
     # an empty folder (a run killed right after creating it) is a run's to fill
     (tmp_path / "empty").mkdir()
     assert execute_run(train, {"gain": 0.2}, 0, str(tmp_path / "empty"))["state"] == "done"
+
+
+class UnstartableExecutor(concurrent.futures.Executor):
+    """An engine whose jobs never start (as a worker that cannot import the function)."""
+
+    def __init__(self) -> None:
+        self.submitted = 0
+
+    def submit(
+        self, fn: Callable[..., object], /, *args: object, **kwargs: object
+    ) -> Future[object]:
+        self.submitted += 1
+        future: Future[object] = Future()
+        future.set_exception(ModuleNotFoundError("No module named 'my_project'"))
+        return future
+
+
+def test_a_run_the_engine_cannot_start_is_failed_after_a_few_tries(tmp_path: Path) -> None:
+    engine = UnstartableExecutor()
+    study = Study(train, grid={"gain": [0.2]}, seeds=[0], directory=tmp_path / "s")
+    summary = study.run(engine=engine, progress=False)
+    assert engine.submitted == 4
+    assert summary.failed == {
+        "gain=0.2,seed=0": "the engine could not start it 4 times: ModuleNotFoundError: "
+        "No module named 'my_project'"
+    }

@@ -1,6 +1,6 @@
 """Where a study's runs execute: local processes, a Dask cluster, or SLURM through submitit.
 
-Every engine runs the same thing, :func:`~rl_mind.study.runner.execute_run`, and is driven
+Every engine runs the same thing, :func:`~rl_mind.study.runs.execute_run`, and is driven
 the same way: each run is submitted, and the handle it gives back (a
 ``concurrent.futures.Future``, a Dask ``Future``, a submitit ``Job``) is polled with
 ``done()`` and read with ``result()``. None of them is written here: the local engine is
@@ -8,7 +8,9 @@ the standard library's ``ProcessPoolExecutor``, the others are Dask's and submit
 
 What the reader must not get wrong: the engine can lose a run (its worker killed, out of
 memory, a SLURM job cancelled); ``result()`` then raises. Such a run is submitted again,
-once, and starts from scratch (its folder emptied); a second loss marks it failed. A run
+once, and starts from scratch (its folder emptied); a second loss marks it failed, and so
+does a run the engine could not start four times (a worker that cannot import the
+training function's module). A run
 whose function raised is not lost: its ``status.json`` says ``"failed"``, with the
 traceback, and it is not run again in this session.
 """
@@ -31,7 +33,7 @@ from typing import Any
 import torch
 
 from rl_mind.study.progress import StudyProgress
-from rl_mind.study.runs import Run, execute_run, read_status, write_json
+from rl_mind.study.runs import STATUS_FILE, Run, execute_run, read_status, write_json
 
 __all__ = ["ENGINES", "StudyExecutor", "open_engine"]
 
@@ -116,17 +118,19 @@ class StudyExecutor:
         pending: collections.deque[Run],
         display: StudyProgress,
     ) -> None:
-        if not _started(run, session):  # (never began: queued in a pool that broke)
-            pending.append(run)
-            return
+        # A run lost while under way is made again once; one lost before it began (queued in
+        # a pool that broke, or a job that could not start) is submitted again up to 3 times.
+        began = _started(run, session)
         losses[run.name] += 1
-        if losses[run.name] < 2:
+        if losses[run.name] < (2 if began else 4):
             pending.append(run)  # (from scratch: execute_run empties its folder)
             return
+        reason = ("lost it twice under way (its worker died: killed, or out of memory?)" if began
+                  else f"could not start it {losses[run.name]} times")  # fmt: skip
+        run.directory.mkdir(parents=True, exist_ok=True)
         status = read_status(run.directory) or {"seed": run.seed}
-        status.update(state="failed", error=f"the engine lost this run twice (its worker "
-                      f"died: killed, or out of memory?): {type(error).__name__}: {error}")  # fmt: skip
-        write_json(run.directory / "status.json", status)
+        status.update(state="failed", error=f"the engine {reason}: {type(error).__name__}: {error}")
+        write_json(run.directory / STATUS_FILE, status)
         display.ended(run.name, False)
 
 

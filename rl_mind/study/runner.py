@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import itertools
 import json
 import os
 import re
@@ -223,7 +224,7 @@ class Study:
         self.function = function
         self.directory = Path(directory).expanduser().resolve()
         variants = [dict(zip(self.grid, values, strict=True))
-                    for values in _product(list(self.grid.values()))]  # fmt: skip
+                    for values in itertools.product(*self.grid.values())]  # fmt: skip
         self.runs: tuple[Run, ...] = tuple(
             Run(name, variant, seed, self.directory / name)
             for variant in variants
@@ -342,15 +343,6 @@ class Study:
         if progress:
             print(summary)
         return summary
-
-
-def _product(values: list[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
-    if not values:
-        yield ()
-        return
-    for first in values[0]:
-        for rest in _product(values[1:]):
-            yield (first, *rest)
 
 
 @contextlib.contextmanager

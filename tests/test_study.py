@@ -11,6 +11,7 @@ import concurrent.futures
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -109,6 +110,10 @@ def test_a_study_runs_every_variant_and_seed_in_its_own_folder(tmp_path: Path) -
     status = json.loads((run / "status.json").read_text())
     assert status["state"] == "done" and status["seed"] == 1 and status["seconds"] >= 0
     assert list(run.glob("events.out.tfevents.*")) and (run / "checkpoint.pt").is_file()
+    umask = os.umask(0)
+    os.umask(umask)
+    for written in ("status.json", "config.json", "../study.json"):  # (shared folders: umask)
+        assert stat.S_IMODE((run / written).stat().st_mode) == 0o666 & ~umask
     index = json.loads((tmp_path / "study" / "study.json").read_text())
     assert index["function"] == "train" and index["grid"] == {"gain": [0.2, 0.5]}
     assert [entry["name"] for entry in index["runs"]] == [run.name for run in study.runs]

@@ -449,3 +449,34 @@ def test_a_run_the_engine_cannot_start_is_failed_after_a_few_tries(tmp_path: Pat
         "gain=0.2,seed=0": "the engine could not start it 4 times: ModuleNotFoundError: "
         "No module named 'my_project'"
     }
+
+
+OWN_TRAIN = """
+import torch
+from rl_mind.records import EvalResult, append_evaluation
+from rl_mind.study import Study
+
+def train(scale=1.0, *, seed, run_dir):
+    torch.manual_seed(seed)
+    for step in (1, 2):
+        append_evaluation(EvalResult(step, scale * torch.randn(3), False), run_dir / "evaluations.csv")
+
+study = Study(train, grid={{"scale": [1.0, 2.0]}}, seeds=[0], directory={directory!r})
+"""
+
+
+def test_rl_mind_study_sends_a_files_own_function_to_submitit_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("submitit")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # (restored after: the command extends it)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    source = tmp_path / "own_train_study.py"  # (a module no job could import by its name)
+    source.write_text(OWN_TRAIN.format(directory=str(tmp_path / "study")))
+    try:
+        assert study_main([str(source), "--engine", "slurm"]) == 0  # (no SLURM here: local jobs)
+    finally:
+        sys.modules.pop("own_train_study", None)
+    table = load_table(tmp_path / "study")
+    assert table["run"].unique().tolist() == ["scale=1.0,seed=0", "scale=2.0,seed=0"]
+    assert (tmp_path / "study" / "submitit").is_dir()

@@ -129,7 +129,9 @@ class StudyExecutor:
                   else f"could not start it {losses[run.name]} times")  # fmt: skip
         run.directory.mkdir(parents=True, exist_ok=True)
         status = read_status(run.directory) or {"seed": run.seed}
-        status.update(state="failed", error=f"the engine {reason}: {type(error).__name__}: {error}")
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        status.update(state="failed", error=f"the engine {reason}: {type(error).__name__}: "
+                      f"{first_line}", engine_error=str(error))  # fmt: skip
         write_json(run.directory / STATUS_FILE, status)
         display.ended(run.name, False)
 

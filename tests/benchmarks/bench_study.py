@@ -11,7 +11,10 @@ one after the other, with one torch thread each (as the study's workers have):
 
 1. serial: the 8 runs called directly in nested loops, as a project's harness does;
 2. the study: ``Study(dqn, grid={"hidden": [32, 64]}, seeds=[0, 1, 2, 3]).run(workers=2)``;
-3. one run, called directly and as a one-run study (alternated, the best of
+3. the same 8 runs on a bare ``multiprocessing`` pool of 2 processes (no status files, no
+   display, no resuming): what the cores give on this machine, so that a study slower than
+   the target shows whether the machinery or the machine is to blame;
+4. one run, called directly and as a one-run study (alternated, the best of
    ``--repeats`` each): the machinery's overhead on a single run.
 
 The load average is printed before and after: on a shared machine the wall clock also
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import multiprocessing
 import os
 import tempfile
 import time
@@ -58,6 +62,21 @@ def study(folder: Path, steps: int, workers: int) -> float:
     return elapsed
 
 
+def _pool_run(arguments: tuple[int, int, str, int]) -> None:
+    hidden, seed, folder, steps = arguments
+    torch.set_num_threads(1)
+    dqn(hidden=hidden, seed=seed, run_dir=Path(folder), steps=steps)
+
+
+def bare_pool(folder: Path, steps: int, workers: int) -> float:
+    jobs = [(hidden, seed, str(folder / f"hidden={hidden},seed={seed}"), steps)
+            for hidden in GRID["hidden"] for seed in SEEDS]  # fmt: skip
+    start = time.perf_counter()
+    with multiprocessing.get_context().Pool(workers) as pool:
+        pool.map(_pool_run, jobs, chunksize=1)
+    return time.perf_counter() - start
+
+
 def single_run(folder: Path, steps: int, repeats: int) -> tuple[float, float]:
     direct, studied = [], []
     for repeat in range(repeats):
@@ -85,12 +104,17 @@ def main() -> None:
         folder = Path(temporary)
         serial_time = serial(folder / "serial", args.steps)
         study_time = study(folder / "study", args.steps, args.workers)
+        pool_time = bare_pool(folder / "pool", args.steps, args.workers)
         direct, studied = single_run(folder / "single", args.steps, args.repeats)
     ratio = study_time / serial_time
     overhead = studied / direct - 1
     print(f"serial:  {serial_time:7.2f} s (8 runs, one after the other)")
     print(f"study:   {study_time:7.2f} s on {args.workers} workers = {ratio:.2f}x serial "
           f"(target <= 0.60: {'met' if ratio <= 0.6 else 'MISSED'})")  # fmt: skip
+    print(
+        f"a bare pool: {pool_time:5.2f} s on {args.workers} processes = "
+        f"{pool_time / serial_time:.2f}x serial (the machine's own speed-up, for reference)"
+    )
     print(f"one run: {direct:7.2f} s direct, {studied:.2f} s as a study = {overhead:+.1%} "
           f"(target <= +5%: {'met' if overhead <= 0.05 else 'MISSED'})")  # fmt: skip
     print(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -34,8 +34,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rl_mind.core import _as_int
-from rl_mind.notebook import _headless_sdl
+from rl_mind._validation import as_int
+from rl_mind.notebook import headless_sdl
 
 __all__ = ["FrameViewer"]
 
@@ -127,7 +127,7 @@ def _render(env: Any, index: int) -> np.ndarray:
     return np.asarray(frame)
 
 
-def _as_rgb_frame(frame: Any, who: str = "FrameViewer") -> np.ndarray:
+def as_rgb_frame(frame: Any, who: str = "FrameViewer") -> np.ndarray:
     """A rendered frame as contiguous ``[height, width, 3]`` uint8 (grey, RGBA and float
     ``[0, 1]`` frames are converted); ``who`` names the caller in the error."""
     array = np.asarray(frame)
@@ -171,7 +171,7 @@ class FrameViewer:
         trim: Literal["thin", "oldest"] = "thin",
         width: int | None = None,
     ) -> None:
-        frames_cap = _as_int(max_frames)
+        frames_cap = as_int(max_frames)
         if frames_cap is None or frames_cap < 2:
             raise ValueError(f"FrameViewer: max_frames must be an int >= 2, got {max_frames!r}")
         max_frames = frames_cap
@@ -213,7 +213,7 @@ class FrameViewer:
 
     def add(self, frame: np.ndarray) -> None:
         """Append an RGB frame ``[height, width, 3]`` (uint8, or floats in [0, 1])."""
-        png = _encode_png(_as_rgb_frame(frame))
+        png = _encode_png(as_rgb_frame(frame))
         self._frames.append((self._count, png))
         self._count += 1
         if len(self._frames) > self.max_frames:
@@ -223,8 +223,8 @@ class FrameViewer:
     def capture(self, env: Any, index: int = 0) -> np.ndarray:
         """Render ``env`` (copy ``index`` of a ``VecEnv`` or gymnasium ``VectorEnv``), add the
         frame, and return it."""
-        _headless_sdl()
-        frame = _as_rgb_frame(_render(env, index))
+        headless_sdl()
+        frame = as_rgb_frame(_render(env, index))
         self.add(frame)
         return frame
 
@@ -345,7 +345,7 @@ def _deprecated(old: str, new: str) -> None:
 def encode_frame(frame: np.ndarray) -> bytes:
     """Deprecated (rl-mind 0.4): an RGB frame ``[H, W, 3]`` as PNG bytes (0.4 wrote WebP)."""
     _deprecated("encode_frame(frame)", "FrameViewer().add(frame), which keeps frames as PNG")
-    return _encode_png(_as_rgb_frame(frame, "encode_frame"))
+    return _encode_png(as_rgb_frame(frame, "encode_frame"))
 
 
 def decode_frame(data: bytes) -> np.ndarray:
@@ -368,7 +368,7 @@ class WindowTrimmer(Trimmer):
 
     def __init__(self, size: int) -> None:
         _deprecated("WindowTrimmer(size)", 'FrameViewer(max_frames=size, trim="oldest")')
-        checked = _as_int(size)
+        checked = as_int(size)
         if checked is None or checked < 1:
             raise ValueError(f"WindowTrimmer: size must be an int >= 1, got {size!r}")
         self.size = checked
@@ -383,7 +383,7 @@ class DecimateTrimmer(Trimmer):
 
     def __init__(self, capacity: int, keep_ratio: float = 0.5) -> None:
         _deprecated("DecimateTrimmer(capacity)", 'FrameViewer(max_frames=capacity, trim="thin")')
-        checked = _as_int(capacity)
+        checked = as_int(capacity)
         if checked is None or checked < 2:
             raise ValueError(f"DecimateTrimmer: capacity must be an int >= 2, got {capacity!r}")
         if not 0 < keep_ratio <= 1:
@@ -486,19 +486,19 @@ def rollout_frames(
     )
     import gymnasium
 
-    _headless_sdl()
+    headless_sdl()
     env = gymnasium.make(env_name, render_mode="rgb_array", **kwargs)
     for wrapper in wrappers:
         env = wrapper(env)
     try:
         obs, _info = env.reset(seed=seed)
-        history: list[HistoryEntry] = [(0, _encode_png(_as_rgb_frame(env.render())))]
+        history: list[HistoryEntry] = [(0, _encode_png(as_rgb_frame(env.render())))]
         terminated = truncated = False
         step = 0
         while not (terminated or truncated):
             obs, _reward, terminated, truncated, _info = env.step(policy(obs))
             step += 1
-            history.append((step, _encode_png(_as_rgb_frame(env.render()))))
+            history.append((step, _encode_png(as_rgb_frame(env.render()))))
             if trimmer is not None:
                 history = list(trimmer.trim(history))
     finally:

@@ -34,7 +34,7 @@ from rl_mind.checkpoints import mode_of_new_files
 from rl_mind.core import Actor, Observation
 from rl_mind.env import ObsConverter, dict_struct_class, env_spec
 from rl_mind.notebook import headless_sdl, safe_name
-from rl_mind.rendering import as_rgb_frame
+from rl_mind.rendering.viewer import as_rgb_frame
 
 __all__ = ["actor_policy", "record_video", "write_video"]
 

@@ -58,19 +58,16 @@ from rl_mind.selfplay.checkpoint import (
     restored_trainer,
 )
 from rl_mind.selfplay.ratings import Leaderboard
-from rl_mind.selfplay.report import (
-    VIDEO_NAME,
-    best_snapshot,
-    film_match,
-    take_final_snapshot,
-    write_leaderboard,
-)
+from rl_mind.selfplay.report import VIDEO_NAME, film_match, write_leaderboard
 from rl_mind.selfplay.trainer import (
     BOTS,
     SelfPlayConfig,
     SelfPlayTrainer,
+    best_snapshot,
+    take_final_snapshot,
     train_for,
 )
+from rl_mind.selfplay.trainer import leaderboard as play_leaderboard
 
 __all__ = ["SelfPlayRun", "default_minutes", "main", "train"]
 
@@ -303,16 +300,18 @@ def _train_with_checkpoints(
 def _finish(run: SelfPlayRun, leaderboard: bool, video: bool) -> SelfPlayRun:
     """The end of a run: the round robin and the video. A run directory keeps one match
     video: that of the run's latest end (a resumed run's replaces the earlier one)."""
-    trainer, folder = run.trainer, run.run_dir
+    trainer, folder, config = run.trainer, run.run_dir, run.trainer.config
     take_final_snapshot(trainer)  # the final learner joins the leaderboard
     if leaderboard:
         print("round robin of the snapshots and the bots ...", flush=True)
-        board, run.leaderboard_table, run.leaderboard_plot = write_leaderboard(trainer, folder)
+        board, steps = play_leaderboard(trainer, seed=config.seed)
+        run.leaderboard_table, run.leaderboard_plot = write_leaderboard(board, steps, folder)
         run.leaderboard = board
         print(board.to_markdown())
     if video:
         earlier = set(folder.glob(f"{VIDEO_NAME}-*.mp4"))
-        run.video = film_match(best_snapshot(trainer, run.leaderboard), folder, trainer.config)
+        best = best_snapshot(trainer, run.leaderboard)
+        run.video = film_match(best, folder, seed=config.seed, max_steps=config.video_max_steps)
         for path in earlier - {run.video}:
             path.unlink()
     return run

@@ -58,8 +58,8 @@ class Standing:
 @dataclasses.dataclass(frozen=True)
 class ArenaResult:
     """Everything one arena produced (see :func:`run_arena`). ``anchors`` (the bots and the
-    reference) and ``standings`` (every player, best first) are computed once, when it is
-    built; the report reads them."""
+    reference), ``standings`` (every player, best first) and ``submissions`` (the submitted
+    agents, best first) are computed once, when it is built; the report reads them."""
 
     players: tuple[Player, ...]
     rejected: tuple[Rejection, ...]
@@ -70,11 +70,15 @@ class ArenaResult:
     seed: int
     anchors: tuple[str, ...] = dataclasses.field(init=False)
     standings: tuple[Standing, ...] = dataclasses.field(init=False)
+    submissions: tuple[Standing, ...] = dataclasses.field(init=False)  # (of the standings)
 
     def __post_init__(self) -> None:
         anchors = tuple(p.name for p in self.players if p.kind != "submission")
         object.__setattr__(self, "anchors", anchors)  # (frozen: set once, here)
-        object.__setattr__(self, "standings", tuple(self._rows(anchors)))
+        standings = tuple(self._rows(anchors))
+        object.__setattr__(self, "standings", standings)
+        submissions = tuple(s for s in standings if s.player.kind == "submission")
+        object.__setattr__(self, "submissions", submissions)
 
     def _rows(self, anchors: tuple[str, ...]) -> list[Standing]:
         by_name = {p.name: p for p in self.players}
@@ -95,8 +99,3 @@ class ArenaResult:
             low, high = row.rating - half, row.rating + half
             rows.append(Standing(rank, by_name[row.name], row.rating, low, high, record, against))
         return rows
-
-    @property
-    def submissions(self) -> list[Standing]:
-        """The submitted agents, best first."""
-        return [s for s in self.standings if s.player.kind == "submission"]

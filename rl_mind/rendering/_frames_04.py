@@ -15,7 +15,13 @@ import numpy as np
 from rl_mind._compat_04 import deprecated
 from rl_mind._validation import as_int
 from rl_mind.notebook import headless_sdl
-from rl_mind.rendering.viewer import FrameViewer, as_rgb_frame, decode_png, encode_png
+from rl_mind.rendering.viewer import (
+    FrameViewer,
+    HistoryEntry,
+    as_rgb_frame,
+    decode_png,
+    encode_png,
+)
 
 __all__ = [
     "DecimateTrimmer",
@@ -28,9 +34,6 @@ __all__ = [
     "encode_frame",
     "rollout_frames",
 ]
-
-HistoryEntry = tuple[int, bytes]
-"""rl-mind 0.4: one frame of a history, ``(step, encoded frame)``."""
 
 
 def encode_frame(frame: np.ndarray) -> bytes:
@@ -86,28 +89,21 @@ class DecimateTrimmer(Trimmer):
         return history[:: self.stride] if len(history) > self.capacity else history
 
 
-def _pixels(width: str | int | None) -> int | None:
-    """0.4's CSS width (``"400px"``) as today's pixel count."""
-    if width is None or isinstance(width, int):
-        return width
-    text = str(width).strip().removesuffix("px")
-    if not text.isdigit():
-        raise ValueError(f"width: expected pixels such as '400px' or 400, got {width!r}")
-    return int(text)
-
-
 def _viewer_for(trimmer: Trimmer | None, width: str | int | None) -> FrameViewer:
     """The :class:`FrameViewer` that keeps what 0.4's ``trimmer`` kept."""
     if trimmer is None:
-        return FrameViewer(1000, width=_pixels(width))
-    if isinstance(trimmer, WindowTrimmer):
-        return FrameViewer(max(trimmer.size, 2), trim="oldest", width=_pixels(width))
-    if isinstance(trimmer, DecimateTrimmer):
-        return FrameViewer(trimmer.capacity, trim="thin", width=_pixels(width))
-    raise TypeError(
-        f"a {type(trimmer).__name__} trimmer: write FrameViewer(max_frames=..., "
-        f'trim="oldest" | "thin") and viewer.capture(env) after each step'
-    )
+        viewer = FrameViewer(1000, width=width)
+    elif isinstance(trimmer, WindowTrimmer):
+        viewer = FrameViewer(max(trimmer.size, 2), trim="oldest", width=width)
+    elif isinstance(trimmer, DecimateTrimmer):
+        viewer = FrameViewer(trimmer.capacity, trim="thin", width=width)
+    else:
+        raise TypeError(
+            f"a {type(trimmer).__name__} trimmer: write FrameViewer(max_frames=..., "
+            f'trim="oldest" | "thin") and viewer.capture(env) after each step'
+        )
+    viewer.trimmer = trimmer
+    return viewer
 
 
 class RenderWidget:
@@ -206,7 +202,7 @@ def animate_frames(
     )
     if len(history) == 0:
         raise ValueError("animate_frames: the history is empty, expected (step, frame) pairs")
-    viewer = FrameViewer(max(len(history), 2), width=_pixels(width))
+    viewer = FrameViewer(max(len(history), 2), width=width)
     for _step, data in history:
         viewer.add(decode_png(data))
     viewer.show()

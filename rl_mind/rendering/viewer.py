@@ -134,7 +134,8 @@ class FrameViewer:
         max_frames: the most frames kept (memory bound).
         trim: what to drop when full: ``"thin"`` (every other frame of the older half) or
             ``"oldest"`` (a sliding window).
-        width: display width in pixels (default: the frame's own width).
+        width: display width in pixels (default: the frame's own width); rl-mind 0.4's
+            ``"400px"`` is read as 400.
 
     Use::
 
@@ -150,7 +151,7 @@ class FrameViewer:
         max_frames: int = 500,
         *,
         trim: Literal["thin", "oldest"] = "thin",
-        width: int | None = None,
+        width: int | str | None = None,
     ) -> None:
         frames_cap = as_int(max_frames)
         if frames_cap is None or frames_cap < 2:
@@ -160,14 +161,16 @@ class FrameViewer:
             raise ValueError(f"FrameViewer: trim must be 'thin' or 'oldest', got {trim!r}")
         self.max_frames = max_frames
         self.trim = trim
-        self.width = width
+        self.width = _pixels(width)  # (0.4's CSS width "400px" too)
         self._frames: deque[tuple[int, bytes]] = deque()  # (frame number, PNG bytes)
         self._count = 0
         self._widget: Any = None
         self._image: Any = None
         self._slider: Any = None
         self._label: Any = None
+        self._play: Any = None
         self._shown = False
+        self._trimmer: Any = None  # (rl-mind 0.4: the Trimmer RenderWidget was given)
 
     # ------------------------------------------------------------------ frames
     def __len__(self) -> int:
@@ -246,13 +249,13 @@ class FrameViewer:
         self._slider = widgets.IntSlider(
             value=0, min=0, max=0, description="frame", continuous_update=True
         )
-        play = widgets.Play(value=0, min=0, max=0, interval=50, description="play")
-        widgets.jslink((play, "value"), (self._slider, "value"))
+        self._play = widgets.Play(value=0, min=0, max=0, interval=50, description="play")
+        widgets.jslink((self._play, "value"), (self._slider, "value"))
         # Kept in step from Python, so that it also holds without a front-end.
-        widgets.dlink((self._slider, "max"), (play, "max"))
+        widgets.dlink((self._slider, "max"), (self._play, "max"))
         self._label = widgets.Label(value="no frame yet")
         self._slider.observe(self._on_slider, names="value")
-        return widgets.VBox([self._image, widgets.HBox([play, self._slider, self._label])])
+        return widgets.VBox([self._image, widgets.HBox([self._play, self._slider, self._label])])
 
     def _on_slider(self, _change: Any) -> None:
         self._show_position(int(self._slider.value))
@@ -291,6 +294,52 @@ class FrameViewer:
         display(self.widget)
 
     # ------------------------------------------------------------------ rl-mind 0.4
+    # 0.4's public attributes, read from today's state (frames are PNG, 0.4's were WebP).
+    @property
+    def history(self) -> list[HistoryEntry]:
+        """rl-mind 0.4: the kept ``(step, encoded frame)`` entries, oldest first (a copy;
+        :meth:`frame` decodes one)."""
+        return list(self._frames)
+
+    @property
+    def step_count(self) -> int:
+        """rl-mind 0.4: the frames added since the last ``reset`` (:attr:`total_frames`)."""
+        return self._count
+
+    @property
+    def trimmer(self) -> Any:
+        """rl-mind 0.4: the ``Trimmer`` given to ``RenderWidget`` (or ``None``); today
+        :attr:`max_frames` and :attr:`trim` bound the history."""
+        return self._trimmer
+
+    @trimmer.setter
+    def trimmer(self, trimmer: Any) -> None:
+        self._trimmer = trimmer  # (what RenderWidget gives, read back as in 0.4)
+
+    @property
+    def image(self) -> Any:
+        """rl-mind 0.4: the widget's ``ipywidgets.Image`` (the widget is built if needed)."""
+        return self._built()._image
+
+    @property
+    def label(self) -> Any:
+        """rl-mind 0.4: the widget's ``ipywidgets.Label`` (the frame number)."""
+        return self._built()._label
+
+    @property
+    def slider(self) -> Any:
+        """rl-mind 0.4: the widget's ``ipywidgets.IntSlider`` over the kept frames."""
+        return self._built()._slider
+
+    @property
+    def play(self) -> Any:
+        """rl-mind 0.4: the widget's ``ipywidgets.Play`` button, linked to :attr:`slider`."""
+        return self._built()._play
+
+    def _built(self) -> FrameViewer:
+        _ = self.widget  # (built on first use)
+        return self
+
     def update(self, frame: np.ndarray) -> None:
         """Deprecated (rl-mind 0.4): :meth:`add`, showing the widget on the first frame as
         0.4's viewer did."""
@@ -312,3 +361,17 @@ class FrameViewer:
             f"FrameViewer({len(self)} frames kept of {self._count}, {self.nbytes / 1e6:.1f} MB, "
             f"trim={self.trim!r})"
         )
+
+
+HistoryEntry = tuple[int, bytes]
+"""rl-mind 0.4: one frame of a history, ``(step, encoded frame)``."""
+
+
+def _pixels(width: str | int | None) -> int | None:
+    """0.4's CSS width (``"400px"``) as today's pixel count."""
+    if width is None or isinstance(width, int):
+        return width
+    text = str(width).strip().removesuffix("px")
+    if not text.isdigit():
+        raise ValueError(f"width: expected pixels such as '400px' or 400, got {width!r}")
+    return int(text)

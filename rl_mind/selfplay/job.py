@@ -1,8 +1,8 @@
 """The main job, ``rl-mind selfplay``: PPO learns Pong Duel by self-play, as a script.
 
 :func:`train` runs the self-play PPO of :mod:`rl_mind.selfplay.trainer` (its
-:func:`~rl_mind.selfplay.trainer.train_for` loop: TensorBoard, evaluations) for a time
-budget and adds what a script needs around it: start lines that say what it does and
+:func:`~rl_mind.selfplay.trainer.training_updates` loop: TensorBoard, evaluations) for a
+time budget and adds what a script needs between and around its updates: start lines that say what it does and
 where, a progress bar on a terminal or a line per evaluation elsewhere, a run directory, a
 checkpoint at regular intervals and at the end, Ctrl-C, ``--resume``; then the
 leaderboard's round robin and the film of the best snapshot against the scripted bot.
@@ -58,16 +58,18 @@ from rl_mind.selfplay.checkpoint import (
     restored_trainer,
 )
 from rl_mind.selfplay.ratings import Leaderboard
-from rl_mind.selfplay.report import VIDEO_NAME, film_match, write_leaderboard
+from rl_mind.selfplay.report import VIDEO_NAME, write_leaderboard
 from rl_mind.selfplay.trainer import (
     BOTS,
+    ENV_NAME,
     SelfPlayConfig,
     SelfPlayTrainer,
     best_snapshot,
     take_final_snapshot,
-    train_for,
+    training_updates,
 )
 from rl_mind.selfplay.trainer import leaderboard as play_leaderboard
+from rl_mind.videos import record_video
 
 __all__ = ["SelfPlayRun", "default_minutes", "main", "train"]
 
@@ -258,7 +260,7 @@ def _announce(
     print(f"watch it live: tensorboard --logdir {folder}", flush=True)
 
 
-def _train_with_checkpoints(
+def _train(
     trainer: SelfPlayTrainer,
     minutes: float,
     folder: Path,
@@ -267,29 +269,28 @@ def _train_with_checkpoints(
     on_update: Callable[[SelfPlayTrainer], None] | None,
     stop: Callable[[], bool] | None,
 ) -> dict[str, float] | None:
-    """:func:`~rl_mind.selfplay.trainer.train_for` with a checkpoint every
-    ``checkpoint_every_seconds`` and at the end, Ctrl-C and ``stop`` as a request to stop;
-    returns the final evaluation, or ``None`` when stopped."""
-    checkpoint = folder / CHECKPOINT_NAME
-    request = _StopRequest()
-    last_checkpoint = time.monotonic()
-
-    def after_update(trainer: SelfPlayTrainer) -> bool:
-        nonlocal last_checkpoint
-        progress.show(trainer)
-        if on_update is not None:
-            on_update(trainer)
-        if time.monotonic() - last_checkpoint >= trainer.config.checkpoint_every_seconds:
-            save_checkpoint(job_state(trainer, minutes), checkpoint)
-            last_checkpoint = time.monotonic()
-        return request.requested or (stop is not None and stop())
-
+    """The job's loop: the updates of :func:`~rl_mind.selfplay.trainer.training_updates`,
+    and between two of them the progress, ``on_update``, a checkpoint every
+    ``checkpoint_every_seconds``, and a stop on Ctrl-C or ``stop()``; a checkpoint at the
+    end. Returns the final evaluation, or ``None`` when stopped."""
+    checkpoint, every = folder / CHECKPOINT_NAME, trainer.config.checkpoint_every_seconds
+    request, last_checkpoint = _StopRequest(), time.monotonic()
+    final: dict[str, float] | None = None
+    updates = training_updates(trainer, minutes, folder, max_updates=max_updates)
     with request.installed():
         try:
-            final = train_for(
-                trainer, minutes, folder, progress=False, max_updates=max_updates,
-                after_update=after_update,
-            )  # fmt: skip
+            with contextlib.closing(updates):  # (leaving the loop early closes its files)
+                for _ in updates:
+                    progress.show(trainer)
+                    if on_update is not None:
+                        on_update(trainer)
+                    if time.monotonic() - last_checkpoint >= every:
+                        save_checkpoint(job_state(trainer, minutes), checkpoint)
+                        last_checkpoint = time.monotonic()
+                    if request.requested or (stop is not None and stop()):
+                        break
+                else:
+                    final = trainer.eval_history[-1]  # (the loop ended on its final evaluation)
         except KeyboardInterrupt:
             final = None
         progress.show(trainer)  # (the final evaluation)
@@ -311,7 +312,9 @@ def _finish(run: SelfPlayRun, leaderboard: bool, video: bool) -> SelfPlayRun:
     if video:
         earlier = set(folder.glob(f"{VIDEO_NAME}-*.mp4"))
         best = best_snapshot(trainer, run.leaderboard)
-        run.video = film_match(best, folder, seed=config.seed, max_steps=config.video_max_steps)
+        run.video = record_video(best, ENV_NAME, folder, seed=config.seed,
+                                 max_steps=config.video_max_steps, name=VIDEO_NAME,
+                                 opponent="scripted")  # fmt: skip
         for path in earlier - {run.video}:
             path.unlink()
     return run
@@ -378,9 +381,7 @@ def train(
         (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
         shown = _Progress(trainer, budget, sys.stdout.isatty() if progress is None else progress)
         try:
-            final = _train_with_checkpoints(
-                trainer, budget, folder, shown, max_updates, on_update, stop
-            )
+            final = _train(trainer, budget, folder, shown, max_updates, on_update, stop)
         finally:
             shown.close()
         if final is None:

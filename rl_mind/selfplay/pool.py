@@ -97,7 +97,8 @@ class OpponentPool:
         keep_first: never evict the first snapshot.
         decay: each recorded result first multiplies that snapshot's counts by ``decay``
             (1.0: plain counts; < 1 forgets old results, as the learner keeps changing).
-        seed: seeds the sampling generator.
+        seed: seeds the sampling generator; a ``numpy.random.Generator`` is used as it is
+            (the trainer passes the one it makes from its own, already checked, seed).
     """
 
     def __init__(
@@ -109,7 +110,7 @@ class OpponentPool:
         eviction: str = "oldest",
         keep_first: bool = False,
         decay: float = 1.0,
-        seed: int | None = None,
+        seed: int | np.random.Generator | None = None,
     ) -> None:
         count = as_int(capacity)
         if count is None or count < (2 if keep_first else 1):
@@ -132,7 +133,11 @@ class OpponentPool:
         self.eviction = eviction
         self.keep_first = keep_first
         self.decay = float(decay)
-        self.rng = np.random.default_rng(checked_seed(seed, "OpponentPool: seed"))
+        self.rng = (
+            seed
+            if isinstance(seed, np.random.Generator)
+            else np.random.default_rng(checked_seed(seed, "OpponentPool: seed"))
+        )
         self.snapshots: list[Snapshot] = []
         self._next_id = 0
         self._first_id: int | None = None

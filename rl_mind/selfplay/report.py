@@ -1,4 +1,4 @@
-"""The end of a ``rl-mind selfplay`` run: its leaderboard written out, and a match video.
+"""The end of a ``rl-mind selfplay`` run: its leaderboard written out, and the match video's name.
 
 The job calls these after the training of :mod:`rl_mind.selfplay.trainer`, whose
 :func:`~rl_mind.selfplay.trainer.leaderboard` plays the round robin of the snapshots: they
@@ -14,7 +14,6 @@ from pathlib import Path
 
 from rl_mind.selfplay._files import write_csv
 from rl_mind.selfplay.ratings import Leaderboard
-from rl_mind.selfplay.trainer import ENV_NAME, PongPolicy
 
 # (the leaderboard of the snapshots is part of the reference practical: still importable here)
 from rl_mind.selfplay.trainer import best_snapshot as best_snapshot
@@ -22,11 +21,11 @@ from rl_mind.selfplay.trainer import leaderboard as leaderboard
 from rl_mind.selfplay.trainer import leaderboard_indices as leaderboard_indices
 from rl_mind.selfplay.trainer import snapshot_name as snapshot_name
 from rl_mind.selfplay.trainer import take_final_snapshot as take_final_snapshot
-from rl_mind.videos import record_video
 
-__all__ = ["VIDEO_NAME", "film_match", "write_leaderboard"]
+__all__ = ["VIDEO_NAME", "write_leaderboard"]
 
-#: The match video's name: ``<run dir>/match-best-vs-scripted-<time>.mp4``.
+#: The match video's name: ``<run dir>/match-best-vs-scripted-<time>.mp4`` (the job films
+#: the best snapshot against the scripted bot with :func:`~rl_mind.videos.record_video`).
 VIDEO_NAME = "match-best-vs-scripted"
 
 
@@ -53,9 +52,3 @@ def write_leaderboard(
     plot = run_dir / "leaderboard.png"
     figure.savefig(plot, dpi=100)
     return table, plot
-
-
-def film_match(policy: PongPolicy, run_dir: Path, *, seed: int, max_steps: int) -> Path:
-    """A video of one match of ``policy`` (its most likely actions) against the scripted bot."""
-    return record_video(policy, ENV_NAME, run_dir, seed=seed, max_steps=max_steps,
-                        name=VIDEO_NAME, opponent="scripted")  # fmt: skip

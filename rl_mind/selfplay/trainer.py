@@ -9,8 +9,8 @@
 # This notebook is complete (no gaps), and it is the real thing: it is generated from
 # `rl_mind/selfplay/trainer.py`, the module that the main job `rl-mind selfplay` runs. Every
 # definition below is the code of the job; the job only adds a command line, checkpoints,
-# Ctrl-C and `--resume` around the same `train_for` loop. Every piece of the package is at
-# work:
+# Ctrl-C and `--resume` around the same `training_updates` loop. Every piece of the package
+# is at work:
 #
 # | piece | here |
 # |---|---|
@@ -36,7 +36,7 @@ import dataclasses
 import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -91,6 +91,7 @@ __all__ = [
     "snapshot_name",
     "take_final_snapshot",
     "train_for",
+    "training_updates",
     "value_loss",
 ]
 
@@ -549,7 +550,8 @@ class UpdateStats:
 
 class SelfPlayTrainer:
     """PPO by self-play: ``policy`` is the learner, ``averaged_policy`` the agent, ``archive``
-    every snapshot (``{"id", "step", "seconds", "policy"}``), in :func:`train_for`'s loop."""
+    every snapshot (``{"id", "step", "seconds", "policy"}``); :func:`training_updates` runs
+    its updates."""
 
     def __init__(self, config: SelfPlayConfig | None = None) -> None:
         self.config = config = config if config is not None else SelfPlayConfig.for_profile()
@@ -562,8 +564,9 @@ class SelfPlayTrainer:
         self.optimizer = torch.optim.Adam(self.learned, lr=config.learning_rate, eps=1e-5)
         self.averaged_policy = copy.deepcopy(self.policy).requires_grad_(False)
         keep_first = config.pool_capacity >= 2  # the random initialisation stays
+        sampling_rng = np.random.default_rng(config.seed)  # the pool's draws of opponents
         self.pool = OpponentPool(
-            config.pool_capacity, config.pool_sampling, keep_first=keep_first, seed=config.seed
+            config.pool_capacity, config.pool_sampling, keep_first=keep_first, seed=sampling_rng
         )
         self.minibatch_generator = torch.Generator().manual_seed(config.seed + 2)
         self.archive: list[dict[str, Any]] = []
@@ -713,34 +716,28 @@ class SelfPlayTrainer:
 # %% [markdown]
 # ## 7. The training loop
 #
-# `train_for` runs updates until the training-time budget is spent (evaluations excluded),
-# evaluates the agent against the three bots every `eval_every_seconds` (`play_matches`:
-# both sides played equally) and at the end, and logs each quantity under its name in
-# TensorBoard (`losses/approx_kl`, `charts/win_rate_vs_scripted`, ...) and the evaluations in
-# `evaluations.csv`. `rl-mind selfplay` runs this same loop; its `after_update` saves a
-# checkpoint every minute and stops on Ctrl-C.
+# `training_updates` is the loop: it runs updates until the training-time budget is spent
+# (evaluations excluded), evaluates the agent against the three bots every
+# `eval_every_seconds` (`play_matches`: both sides played equally) and at the end, and logs
+# each quantity under its name in TensorBoard (`losses/approx_kl`,
+# `charts/win_rate_vs_scripted`, ...) and the evaluations in `evaluations.csv`. It hands
+# control back after every update, so that whoever runs it decides what happens between
+# two updates: `train_for` below shows a bar; `rl-mind selfplay` saves a checkpoint every
+# minute and stops on Ctrl-C.
 
 
 # %%
-def train_for(
-    trainer: SelfPlayTrainer,
-    minutes: float,
-    run_dir: Path,
-    *,
-    progress: bool | None = None,
-    max_updates: int | None = None,
-    after_update: Callable[[SelfPlayTrainer], bool] | None = None,
-) -> dict[str, float] | None:
+def training_updates(
+    trainer: SelfPlayTrainer, minutes: float, run_dir: Path, *, max_updates: int | None = None
+) -> Generator[dict[str, float], None, None]:
     """Train until ``trainer.train_seconds`` reaches ``minutes`` (or ``max_updates`` updates),
-    with a bar when ``progress`` (``None``: in a terminal); returns the final evaluation, or
-    ``None`` when ``after_update(trainer)`` returned True (a stop)."""
+    yielding the latest evaluation after every update; the final evaluation is made before
+    the loop ends (``trainer.eval_history[-1]``). Stop early by leaving the loop."""
     from torch.utils.tensorboard import SummaryWriter  # (imported here: it is slow to import)
 
     config, budget = trainer.config, 60.0 * minutes
     limit = math.inf if max_updates is None else max_updates
     writer = SummaryWriter(log_dir=str(run_dir))
-    bar = progress_bar(max(1, round(budget)), desc="self-play (training seconds)",
-                       disable=None if progress is None else not progress)  # fmt: skip
     try:
         next_evaluation = trainer.train_seconds  # at once: the start of the curves
         evaluation = trainer.eval_history[-1] if trainer.eval_history else {}
@@ -753,26 +750,48 @@ def train_for(
                     writer.add_scalar(f"charts/{name}", evaluation[name], trainer.env_steps)
                 write_csv(run_dir / "evaluations.csv", trainer.eval_history)
                 next_evaluation = trainer.train_seconds + config.eval_every_seconds
-            if not finished:
-                stats = trainer.update()
-                step = trainer.env_steps
-                for name, value in dataclasses.asdict(stats).items():  # losses, win rates
-                    if name not in ("samples", "matches"):
-                        group = "charts" if name.startswith("win_rate") else "losses"
-                        writer.add_scalar(f"{group}/{name}", value, step)
-                writer.add_scalar("charts/pool_size", len(trainer.pool), step)
-                speed = step / trainer.train_seconds
-                writer.add_scalar("charts/game_steps_per_second", speed, step)
-            win_rates = {bot: f"{evaluation[f'win_rate_vs_{bot}']:.0%}" for bot in BOTS}
-            bar.update_to(int(min(trainer.train_seconds, budget)), **win_rates,
-                          game_steps=f"{trainer.env_steps:,}")  # fmt: skip
             if finished:
-                return evaluation
-            if after_update is not None and after_update(trainer):
-                return None
+                return
+            stats = trainer.update()
+            step = trainer.env_steps
+            for name, value in dataclasses.asdict(stats).items():  # losses, win rates
+                if name not in ("samples", "matches"):
+                    group = "charts" if name.startswith("win_rate") else "losses"
+                    writer.add_scalar(f"{group}/{name}", value, step)
+            writer.add_scalar("charts/pool_size", len(trainer.pool), step)
+            speed = step / trainer.train_seconds
+            writer.add_scalar("charts/game_steps_per_second", speed, step)
+            yield evaluation
+    finally:
+        writer.close()
+
+
+def train_for(
+    trainer: SelfPlayTrainer,
+    minutes: float,
+    run_dir: Path,
+    *,
+    progress: bool | None = None,
+    max_updates: int | None = None,
+) -> dict[str, float]:
+    """:func:`training_updates` to the end, with a bar when ``progress`` (``None``: in a
+    terminal); returns the final evaluation."""
+    budget = 60.0 * minutes
+    bar = progress_bar(max(1, round(budget)), desc="self-play (training seconds)",
+                       disable=None if progress is None else not progress)  # fmt: skip
+
+    def show(evaluation: dict[str, float]) -> None:
+        win_rates = {bot: f"{evaluation[f'win_rate_vs_{bot}']:.0%}" for bot in BOTS}
+        bar.update_to(int(min(trainer.train_seconds, budget)), **win_rates,
+                      game_steps=f"{trainer.env_steps:,}")  # fmt: skip
+
+    try:
+        for evaluation in training_updates(trainer, minutes, run_dir, max_updates=max_updates):
+            show(evaluation)
+        show(trainer.eval_history[-1])  # (the final evaluation)
     finally:
         bar.close()
-        writer.close()
+    return trainer.eval_history[-1]
 
 
 # %% [markdown]

@@ -488,6 +488,28 @@ def test_play_matches_checks_what_a_policy_returns(policy, message):
     assert play_matches("random", lambda obs: torch.ones(len(obs), dtype=torch.int32), 4).matches
 
 
+def test_play_pairs_plays_the_matches_of_round_robin():
+    from rl_mind.selfplay.matches import entrants, play_pairs
+
+    players = {"random": "random", "scripted": "scripted", "predictive": "predictive"}
+    checked = round_robin(players, 4, seed=9)
+    played = play_pairs(entrants(players, "test"), 4, seed=9)
+    assert played.names == checked.names
+    assert np.array_equal(played.wins, checked.wins)
+    assert np.array_equal(played.draws, checked.draws)
+
+
+def test_a_pool_seeded_with_a_generator_draws_from_it_as_a_seed_would():
+    by_seed = OpponentPool(capacity=4, seed=7)
+    generator = np.random.default_rng(7)
+    by_generator = OpponentPool(capacity=4, seed=generator)
+    assert by_generator.rng is generator
+    for pool in (by_seed, by_generator):
+        for step in range(4):
+            pool.add(nn.Linear(2, 2), step=step)
+    assert [by_seed.sample().id for _ in range(20)] == [by_generator.sample().id for _ in range(20)]
+
+
 @pytest.mark.parametrize("seed", ["a", -1, 1.5, True, 2**64, 10**23])
 def test_play_matches_and_round_robin_refuse_a_seed_that_is_not_a_seed(seed):
     # (torch's RuntimeError, or "Overflow when unpacking long")

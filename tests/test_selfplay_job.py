@@ -53,6 +53,22 @@ def fast_config(**changes: object) -> SelfPlayConfig:
 
 
 # ---------------------------------------------------------------------- the algorithm's pieces
+def test_the_leaderboard_plays_from_the_runs_seed_with_the_learner_as_it_is_now() -> None:
+    trainer = SelfPlayTrainer(fast_config(seed=4))
+    try:
+        trainer.update()  # (no snapshot at update 1: snapshot_every is 2)
+        assert trainer.archive[-1]["step"] != trainer.env_steps
+        board, steps = trainer_module.leaderboard(trainer)
+        assert trainer.archive[-1]["step"] == trainer.env_steps  # the learner joined
+        assert steps[trainer_module.snapshot_name(trainer.archive[-1])] == trainer.env_steps
+        again, _ = trainer_module.leaderboard(trainer, seed=4)
+        assert [(r.name, r.rating) for r in again.rows] == [(r.name, r.rating) for r in board.rows]
+        with pytest.raises(ValueError, match=r"leaderboard: seed must be .*got -1"):
+            trainer_module.leaderboard(trainer, seed=-1)
+    finally:
+        trainer.close()
+
+
 def test_the_ball_forecast_is_where_the_game_takes_the_ball() -> None:
     """Fly the ball with the game's own steps (paddles out of the way), note where it crosses
     the paddle line it flies towards, and compare with the forecast made at the start."""

@@ -65,7 +65,6 @@ from rl_mind.selfplay.trainer import (
     SelfPlayConfig,
     SelfPlayTrainer,
     best_snapshot,
-    take_final_snapshot,
     training_updates,
 )
 from rl_mind.selfplay.trainer import leaderboard as play_leaderboard
@@ -302,10 +301,9 @@ def _finish(run: SelfPlayRun, leaderboard: bool, video: bool) -> SelfPlayRun:
     """The end of a run: the round robin and the video. A run directory keeps one match
     video: that of the run's latest end (a resumed run's replaces the earlier one)."""
     trainer, folder, config = run.trainer, run.run_dir, run.trainer.config
-    take_final_snapshot(trainer)  # the final learner joins the leaderboard
-    if leaderboard:
+    if leaderboard:  # (the learner as it is now joins the archive as its last snapshot)
         print("round robin of the snapshots and the bots ...", flush=True)
-        board, steps = play_leaderboard(trainer, seed=config.seed)
+        board, steps = play_leaderboard(trainer)  # (seeded with the run's seed)
         run.leaderboard_table, run.leaderboard_plot = write_leaderboard(board, steps, folder)
         run.leaderboard = board
         print(board.to_markdown())

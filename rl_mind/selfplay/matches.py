@@ -38,6 +38,7 @@ __all__ = [
     "TwoPlayerStep",
     "entrants",
     "play_matches",
+    "play_pairs",
     "play_seated",
     "round_robin",
 ]
@@ -412,6 +413,19 @@ def round_robin(
     """
     items = entrants(players, "round_robin")
     seed = checked_seed(seed, "round_robin: seed", bits=64)
+    return play_pairs(items, n_matches, game=game, seed=seed, batch_size=batch_size)
+
+
+def play_pairs(
+    items: Sequence[tuple[str, Any]],
+    n_matches: int,
+    *,
+    game: GameFactory | None = None,
+    seed: int | None = None,
+    batch_size: int = 1024,
+) -> RoundRobinResults:
+    """The matches of :func:`round_robin`, for a caller that checked its players and seed
+    already: ``items`` from :func:`entrants`, ``seed`` ``None`` or an int below ``2**64``."""
     names = tuple(name for name, _ in items)
     p = len(items)
     wins = np.zeros((p, p))

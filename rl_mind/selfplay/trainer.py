@@ -18,7 +18,7 @@
 # | `RolloutCollector` | `[T, B]` rollouts of the learner |
 # | GAE with the truncation bootstrap, clipped PPO loss, `minibatches` | the update |
 # | `OpponentPool` (snapshots, prioritized sampling) | who the learner plays |
-# | `play_matches`, `round_robin`, `bradley_terry` | evaluation and ratings |
+# | `play_matches`, `play_pairs` (a round robin), `bradley_terry` | evaluation and ratings |
 # | TensorBoard, `progress_bar`, `record_video`, `video_display` | watching it learn |
 #
 # With the full profile the training takes 5 minutes on a laptop CPU. (CI runs this
@@ -60,8 +60,9 @@ from rl_mind.selfplay._settings import (
     check_bool_flags,
     check_config,
     check_same_shape,
+    match_seed,
 )
-from rl_mind.selfplay.matches import play_matches, round_robin
+from rl_mind.selfplay.matches import play_matches, play_pairs
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
 from rl_mind.selfplay.ratings import EloTable, Leaderboard, bradley_terry
 
@@ -785,12 +786,10 @@ def train_for(
         bar.update_to(int(min(trainer.train_seconds, budget)), **win_rates,
                       game_steps=f"{trainer.env_steps:,}")  # fmt: skip
 
-    try:
+    with bar:
         for evaluation in training_updates(trainer, minutes, run_dir, max_updates=max_updates):
             show(evaluation)
         show(trainer.eval_history[-1])  # (the final evaluation)
-    finally:
-        bar.close()
     return trainer.eval_history[-1]
 
 
@@ -885,12 +884,17 @@ def leaderboard(
     trainer: SelfPlayTrainer,
     n_snapshots: int | None = None,
     n_matches: int | None = None,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> tuple[Leaderboard, dict[str, float]]:
     """Round robin of the :func:`leaderboard_indices` snapshots, the agent (``AGENT_NAME``,
     unless ``policy_averaging`` is 0) and the bots, ``n_matches`` (default
-    ``leaderboard_matches``) per pair; Bradley–Terry ratings anchored at ``random = 0``.
-    Returns the leaderboard and the training step of each snapshot."""
+    ``leaderboard_matches``) per pair, seeded with ``seed`` (default: the run's); Bradley–Terry
+    ratings anchored at ``random = 0``. The learner as it is now first joins the archive as
+    its last snapshot (:func:`take_final_snapshot`). Returns the leaderboard and the
+    training step of each snapshot."""
+    # (the run's seed was checked with its config; a seed given here is checked here)
+    seed = trainer.config.seed if seed is None else match_seed(seed, "leaderboard")
+    take_final_snapshot(trainer)
     n = n_matches if n_matches is not None else trainer.config.leaderboard_matches
     players: dict[str, Any] = {bot: bot for bot in BOTS}
     steps: dict[str, float] = {}
@@ -899,7 +903,7 @@ def leaderboard(
         players[name], steps[name] = trainer.archived_policy(i), trainer.archive[i]["step"]
     if trainer.config.policy_averaging > 0:
         players[AGENT_NAME] = trainer.averaged_policy
-    results = round_robin(players, n, seed=seed)
+    results = play_pairs(list(players.items()), n, seed=seed)  # (a round robin)
     return bradley_terry(results.wins, results.draws, results.names, anchor="random"), steps
 
 
@@ -910,7 +914,11 @@ def take_final_snapshot(trainer: SelfPlayTrainer) -> None:
 
 
 def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) -> PongPolicy:
-    """The best-rated archived snapshot on ``board`` (without a board: the last one)."""
+    """The best-rated archived snapshot on ``board`` (a :func:`leaderboard`); without a
+    board, the learner as it is now (archived as the last snapshot by
+    :func:`take_final_snapshot`)."""
+    if board is None:
+        take_final_snapshot(trainer)
     ranking = [row.name for row in board.rows if row.name != AGENT_NAME] if board else []
     best = best_rated(trainer.archive, ranking)
     return trainer.archived_policy(best if best is not None else len(trainer.archive) - 1)
@@ -918,8 +926,7 @@ def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) ->
 
 # %%
 if __name__ == "__main__":
-    take_final_snapshot(trainer)  # the learner as it is now joins as the last snapshot
-    board, snapshot_steps = leaderboard(trainer, seed=trainer.config.seed)
+    board, snapshot_steps = leaderboard(trainer)  # the learner as it is now joins the archive
     print(board)
     (run_dir / "leaderboard.md").write_text(board.to_markdown() + "\n")
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), layout="tight")

@@ -10,5 +10,24 @@ from rl_mind.study.intervals import (
     iqm,
     probability_of_improvement,
 )
+from rl_mind.study.plots import (
+    final_performance,
+    improvement_probabilities,
+    learning_curves,
+    plot_final_performance,
+    plot_improvement,
+    plot_learning_curves,
+)
 
-__all__ = ["IntervalEstimate", "interval_estimate", "iqm", "probability_of_improvement"]
+__all__ = [
+    "IntervalEstimate",
+    "final_performance",
+    "improvement_probabilities",
+    "interval_estimate",
+    "iqm",
+    "learning_curves",
+    "plot_final_performance",
+    "plot_improvement",
+    "plot_learning_curves",
+    "probability_of_improvement",
+]

@@ -1,0 +1,132 @@
+"""``rl-mind compare RUN_DIR...``: plot runs, or a study's, with interval estimates.
+
+Each argument is a study directory, a run folder holding an ``evaluations.csv``, or a
+folder of such run folders. A study's runs are grouped by their variant; runs made without
+the study runner (no variant) are grouped by the argument that named them: ``rl-mind compare
+runs/ddpg runs/td3`` compares two variants whose runs (seeds) are the folders inside each.
+
+Writes into ``--out`` (default ``comparison``): ``learning_curves.png``,
+``final_performance.png``, ``improvement.png`` (variants of at least 2 runs), and
+``critic_bias.png`` when the runs logged the critic's bias; prints the final performance of
+each variant with its confidence interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rl_mind.study.intervals import AGGREGATES
+
+__all__ = ["compare_table", "main"]
+
+
+def _read_runs(path: Path) -> Any:
+    """The table of the runs under ``path`` (columns as the study's table)."""
+    import json
+
+    import pandas as pd
+
+    from rl_mind.records import EVALUATIONS_FILE
+
+    files = [path / EVALUATIONS_FILE] if (path / EVALUATIONS_FILE).is_file() else []
+    files = files or sorted(path.rglob(EVALUATIONS_FILE))
+    frames, variants = [], []
+    for file in files:
+        frame = pd.read_csv(file).rename(columns={"mean_return": "return"})
+        config_file = file.parent / "config.json"
+        config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+        for column, value in reversed(config.items()):
+            if column not in frame.columns and not isinstance(value, list | dict):
+                frame.insert(0, column, value)
+                variants += [column] if column not in (*variants, "seed") else []
+        frame["run"] = str(file.parent.relative_to(path)) if file.parent != path else path.name
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    table.attrs["variants"] = variants
+    return table
+
+
+def compare_table(paths: Sequence[str | Path]) -> Any:
+    """One table of the runs under ``paths``: a study's variants, or, for runs without a
+    variant, a ``variant`` column naming the argument that holds them."""
+    import pandas as pd
+
+    from rl_mind.study.plots import variant_columns
+
+    tables, variants = [], []
+    for argument in paths:
+        path = Path(argument).expanduser()
+        if not path.is_dir():
+            raise ValueError(f"rl-mind compare: {argument} is not a folder; expected a study "
+                             f"directory or run folders holding an evaluations.csv")  # fmt: skip
+        table = _read_runs(path)
+        if table.empty:
+            raise ValueError(f"rl-mind compare: no evaluations.csv under {argument} (runs "
+                             f"write it with Evaluator(..., logs=True))")  # fmt: skip
+        columns = variant_columns(table)
+        if not columns:
+            table.insert(0, "variant", path.name)
+            columns = ["variant"]
+        if len(paths) > 1:  # (two studies may both hold a run called seed-0)
+            table["run"] = f"{path.name}/" + table["run"].astype(str)
+        variants += [column for column in columns if column not in variants]
+        tables.append(table)
+    table = pd.concat(tables, ignore_index=True)
+    table.attrs["variants"] = variants
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rl-mind compare", description=__doc__.split("\n\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="studies or run folders")
+    parser.add_argument("--out", default="comparison", help="folder for the PNG files")
+    parser.add_argument("--metric", default="return", help="the column to compare (return)")
+    parser.add_argument("--aggregate", default="iqm", choices=sorted(AGGREGATES))
+    parser.add_argument("--by", nargs="+", default=None, help="the variant's columns")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the bootstrap")
+    args = parser.parse_args(argv)
+    import matplotlib
+
+    matplotlib.use("Agg")  # (files only: no window, also without a display)
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from rl_mind.study.plots import (
+        final_performance,
+        plot_final_performance,
+        plot_improvement,
+        plot_learning_curves,
+    )
+
+    try:
+        table = compare_table(args.runs)
+        options = {"by": args.by, "seed": args.seed}
+        final = final_performance(table, args.metric, args.aggregate, **options)
+        out = Path(args.out).expanduser()
+        out.mkdir(parents=True, exist_ok=True)
+        written = [out / "learning_curves.png", out / "final_performance.png"]
+        plot_learning_curves(table, args.metric, args.aggregate, path=written[0], **options)
+        plot_final_performance(table, args.metric, args.aggregate, path=written[1], **options)
+        if "critic_bias" in table and args.metric != "critic_bias":
+            written.append(out / "critic_bias.png")
+            plot_learning_curves(table, "critic_bias", args.aggregate, path=written[-1], **options)
+        if (final["runs"] >= 2).sum() >= 2:
+            written.append(out / "improvement.png")
+            plot_improvement(table, args.metric, path=written[-1], **options)
+    except (ValueError, OSError) as error:
+        print(f"rl-mind compare: {error}", file=sys.stderr)
+        return 2
+    finally:
+        plt.close("all")
+    shown = final.drop(columns="scores").rename(columns={"point": args.aggregate})
+    print(f"final {args.metric} ({args.aggregate} across runs, 95% bootstrap CI):")
+    with pd.option_context("display.width", 120, "display.max_colwidth", 60):
+        print(shown.to_string(float_format=lambda value: f"{value:.2f}"))
+    for path in written:
+        print(f"wrote {path}")
+    return 0

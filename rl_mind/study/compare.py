@@ -34,7 +34,8 @@ def _read_runs(path: Path) -> Any:
 
     files = [path / EVALUATIONS_FILE] if (path / EVALUATIONS_FILE).is_file() else []
     files = files or sorted(path.rglob(EVALUATIONS_FILE))
-    frames, variants = [], []
+    frames: list[Any] = []
+    variants: list[str] = []
     for file in files:
         frame = pd.read_csv(file).rename(columns={"mean_return": "return"})
         config_file = file.parent / "config.json"

@@ -1,7 +1,15 @@
-"""Studies: a project's variants × seeds, their results and how to read them.
+"""Studies: a training function's variants × seeds, run on every core or on a cluster.
 
-``rl_mind.study.intervals``: interval estimates across seeds (bootstrap CIs, the IQM, the
-probability of improvement); ``rl_mind.study.plots``: the plots that read a study's table.
+Imported on demand (``from rl_mind.study import load_table``), not by ``import rl_mind``:
+the table needs pandas (the ``study`` extra), and the engines Dask or submitit.
+
+- :mod:`rl_mind.study.table`: :func:`load_table`, the runs' evaluations as a DataFrame.
+- :mod:`rl_mind.study.runs`: the files of a run directory (``config.json``,
+  ``status.json``), written atomically.
+- :mod:`rl_mind.study.intervals`: interval estimates across seeds (bootstrap CIs, the IQM,
+  the probability of improvement).
+- :mod:`rl_mind.study.plots`: learning curves, final performance and probabilities of
+  improvement read from the table, with their intervals (``rl-mind compare``).
 """
 
 from rl_mind.study.intervals import (
@@ -18,16 +26,32 @@ from rl_mind.study.plots import (
     plot_improvement,
     plot_learning_curves,
 )
+from rl_mind.study.runs import (
+    CONFIG_FILE,
+    STATUS_FILE,
+    STUDY_FILE,
+    read_config,
+    read_status,
+    write_json,
+)
+from rl_mind.study.table import load_table
 
 __all__ = [
+    "CONFIG_FILE",
+    "STATUS_FILE",
+    "STUDY_FILE",
     "IntervalEstimate",
     "final_performance",
     "improvement_probabilities",
     "interval_estimate",
     "iqm",
     "learning_curves",
+    "load_table",
     "plot_final_performance",
     "plot_improvement",
     "plot_learning_curves",
     "probability_of_improvement",
+    "read_config",
+    "read_status",
+    "write_json",
 ]

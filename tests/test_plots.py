@@ -181,4 +181,4 @@ def test_the_compare_command_writes_the_plots_and_prints_the_final_table(
     assert "final return (iqm across runs, 95% bootstrap CI)" in printed
     assert "td3" in printed and "8.00" in printed  # td3's final returns 8, 9, 10: IQM 9 ... runs 3
     assert rl_mind_main(["compare", str(tmp_path / "nothing-here")]) == 2
-    assert "is not a folder" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err

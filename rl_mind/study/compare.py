@@ -24,53 +24,24 @@ from rl_mind.study.intervals import AGGREGATES
 __all__ = ["compare_table", "main"]
 
 
-def _read_runs(path: Path) -> Any:
-    """The table of the runs under ``path`` (columns as the study's table)."""
-    import json
-
-    import pandas as pd
-
-    from rl_mind.records import EVALUATIONS_FILE
-
-    files = [path / EVALUATIONS_FILE] if (path / EVALUATIONS_FILE).is_file() else []
-    files = files or sorted(path.rglob(EVALUATIONS_FILE))
-    frames: list[Any] = []
-    variants: list[str] = []
-    for file in files:
-        frame = pd.read_csv(file).rename(columns={"mean_return": "return"})
-        config_file = file.parent / "config.json"
-        config = json.loads(config_file.read_text()) if config_file.is_file() else {}
-        for column, value in reversed(config.items()):
-            if column not in frame.columns and not isinstance(value, list | dict):
-                frame.insert(0, column, value)
-                variants += [column] if column not in (*variants, "seed") else []
-        frame["run"] = str(file.parent.relative_to(path)) if file.parent != path else path.name
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    table.attrs["variants"] = variants
-    return table
-
-
 def compare_table(paths: Sequence[str | Path]) -> Any:
     """One table of the runs under ``paths``: a study's variants, or, for runs without a
     variant, a ``variant`` column naming the argument that holds them."""
     import pandas as pd
 
     from rl_mind.study.plots import variant_columns
+    from rl_mind.study.table import load_table
 
     tables, variants = [], []
     for argument in paths:
         path = Path(argument).expanduser()
-        if not path.is_dir():
-            raise ValueError(f"rl-mind compare: {argument} is not a folder; expected a study "
-                             f"directory or run folders holding an evaluations.csv")  # fmt: skip
-        table = _read_runs(path)
+        table = load_table(path)
         if table.empty:
-            raise ValueError(f"rl-mind compare: no evaluations.csv under {argument} (runs "
-                             f"write it with Evaluator(..., logs=True))")  # fmt: skip
+            raise ValueError(f"no finished run under {argument} (a study's runs that failed or "
+                             f"are still running are left out)")  # fmt: skip
         columns = variant_columns(table)
         if not columns:
-            table.insert(0, "variant", path.name)
+            table.insert(0, "variant", path.stem if path.is_file() else path.name)
             columns = ["variant"]
         if len(paths) > 1:  # (two studies may both hold a run called seed-0)
             table["run"] = f"{path.name}/" + table["run"].astype(str)

@@ -55,14 +55,18 @@ BASE_COLUMNS = ("run", "seed", "step", "return", "mean_return", "std_return", "m
 
 
 def variant_columns(table: pd.DataFrame) -> list[str]:
-    """The columns whose values make a variant: the table's ``attrs["variants"]`` (set by the
-    study's loader) if present, else every column other than the metrics and ``run``,
-    ``seed``, ``step`` that is constant within each run (a metric such as ``critic_bias``
-    changes from one evaluation to the next)."""
+    """The columns whose values make a variant: the table's ``attrs["variants"]`` if set,
+    else the columns before ``seed`` (the study's table puts them first) that hold a value,
+    else every column other than the metrics and ``run``, ``step`` that is constant within
+    each run (a metric such as ``critic_bias`` changes from one evaluation to the next)."""
     _check_table(table, "variant_columns")
     if "variants" in table.attrs:
         return [column for column in table.attrs["variants"] if column in table.columns]
-    candidates = [column for column in table.columns if column not in BASE_COLUMNS]
+    columns = list(table.columns)
+    if "seed" in columns:
+        return [column for column in columns[: columns.index("seed")]
+                if column not in BASE_COLUMNS and not table[column].isna().all()]  # fmt: skip
+    candidates = [column for column in columns if column not in BASE_COLUMNS]
     runs = table.groupby("run", sort=False, dropna=False)
     return [column for column in candidates if bool((runs[column].nunique(dropna=False) <= 1).all())
             and not table[column].isna().all()]  # fmt: skip

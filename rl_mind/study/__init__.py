@@ -3,6 +3,10 @@
 Imported on demand (``from rl_mind.study import load_table``), not by ``import rl_mind``:
 the table needs pandas (the ``study`` extra), and the engines Dask or submitit.
 
+- :mod:`rl_mind.study.runner`: :class:`Study` (a training function, a grid of variants,
+  seeds, a directory), one :class:`Run` per variant and seed, and :class:`StudySummary`.
+- :mod:`rl_mind.study.engines`: where the runs execute (local processes, Dask, submitit).
+- :mod:`rl_mind.study.progress`: the study's one progress display.
 - :mod:`rl_mind.study.table`: :func:`load_table`, the runs' evaluations as a DataFrame.
 - :mod:`rl_mind.study.runs`: the files of a run directory (``config.json``,
   ``status.json``), written atomically.
@@ -26,6 +30,7 @@ from rl_mind.study.plots import (
     plot_improvement,
     plot_learning_curves,
 )
+from rl_mind.study.runner import Run, Study, StudySummary, execute_run
 from rl_mind.study.runs import (
     CONFIG_FILE,
     STATUS_FILE,
@@ -41,6 +46,10 @@ __all__ = [
     "STATUS_FILE",
     "STUDY_FILE",
     "IntervalEstimate",
+    "Run",
+    "Study",
+    "StudySummary",
+    "execute_run",
     "final_performance",
     "improvement_probabilities",
     "interval_estimate",

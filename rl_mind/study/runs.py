@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,9 +46,11 @@ def write_json(path: str | os.PathLike[str], data: Mapping[str, Any] | list[Any]
     new one, never a half-written one)."""
     path = Path(path)
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    # (open(..., "x") rather than mkstemp: the file gets the umask's mode, readable by the
+    # group where a cluster's shared folder needs it)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        with open(temporary, "x", encoding="utf-8") as file:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())

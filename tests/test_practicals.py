@@ -38,8 +38,9 @@ from rl_mind.practicals import (
 
 ROOT = Path(__file__).parent.parent
 SOURCES = sorted((ROOT / "notebooks" / "src").glob("*.py"))
-PRACTICALS = ["dp", "tabular", "dqn", "reinforce", "a2c", "ppo", "td3", "sac"]
+PRACTICALS = ["dp", "tabular", "dqn", "reinforce", "a2c", "ppo", "td3", "sac", "overestimation"]
 PLANNING = {"dp", "tabular"}  # the maze: pictures and a video, no Evaluator (no learning curve log)
+PROJECTS = {"overestimation"}  # a study: its runs' folders, plots with intervals, no video
 
 SOURCE = '''# %% [markdown]
 # # A practical
@@ -457,8 +458,15 @@ def test_the_solution_notebook_runs_at_the_fast_test_profile(
         if cell.source.startswith("check_"):
             (printed,) = [o.text for o in cell.outputs]
             assert re.fullmatch(r"✓ \w+ passes (all \d+ cases|its case)\n", printed), printed
-    assert list(tmp_path.glob("*/*.mp4")), "no video of the agent"
     images = sum("image/png" in o.get("data", {}) for o in outputs)
+    if name in PROJECTS:  # curves of the return and the bias, final performance, improvement
+        assert images == 4, images
+        runs = list(tmp_path.glob("*/*/evaluations.csv"))
+        assert len(runs) == 8, runs  # 2 algorithms x 2 critics x 2 seeds at the fast-test profile
+        assert all("critic_bias" in run.read_text().splitlines()[0] for run in runs)
+        assert re.search(r"RESULT practical=overestimation .*runs=8 done=8 ", text), text
+        return
+    assert list(tmp_path.glob("*/*.mp4")), "no video of the agent"
     if name in PLANNING:  # the maze, values and policies, value iteration sweep by sweep...
         assert images >= 3, images
         return

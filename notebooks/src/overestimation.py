@@ -401,13 +401,18 @@ ax = plot_improvement(table, "return", pairs=pairs)
 # averaged). For each seed and critic, DDPG's against TD3's.
 
 # %%
-run_bias = table.groupby(["algo", "layer_norm", "seed"])["critic_bias"].mean().unstack("algo")
+critic = table["layer_norm"].map({False: "plain", True: "LayerNorm"}).rename("critic")
+run_bias = table.groupby([critic, "seed", "algo"])["critic_bias"].mean().unstack("algo")
 run_bias["ddpg - td3"] = run_bias["ddpg"] - run_bias["td3"]
+print("the critic's bias of each run (the mean over its evaluations):")
 print(run_bias.round(2).to_string())
 final = final_performance(table, "return")
+final.index = [label.replace(", layer_norm=False", "").replace(", layer_norm=True", " + LayerNorm")
+               for label in final.index]  # fmt: skip
+print("\nthe final return (IQM across seeds, 95% bootstrap CI):")
 print(final.drop(columns="scores").round(1).to_string())
-larger = bool((run_bias["ddpg - td3"] > 0).all())
-positive = bool((run_bias["ddpg"] > 0).all())
+larger = "yes" if (run_bias["ddpg - td3"] > 0).all() else "no"
+positive = "yes" if (run_bias["ddpg"] > 0).all() else "no"
 print(
     f"RESULT practical=overestimation env={config.env_name} runs={summary.total} "
     f"done={len(summary.done)} ddpg_bias_larger_on_every_seed={larger} "

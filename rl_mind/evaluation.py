@@ -109,9 +109,9 @@ class Evaluator(Generic[ActionT]):
         seed: copy ``i`` is reset with ``seed + i`` at every evaluation.
         max_steps: cap on the steps of one evaluation; unfinished episodes are cut there.
         wrappers: for ``VecEnv`` (and :meth:`visualize_best`'s video) when ``env`` is an id.
-        critic, gamma: measure the critic's bias at each evaluation, ``extras["critic_bias"]``
-            (:mod:`rl_mind.bias`): ``critic(obs, action) -> Q [N]``, trained with discount
-            ``gamma``.
+        critic: measure the critic's bias at each evaluation, ``extras["critic_bias"]``
+            (:mod:`rl_mind.bias`): ``critic(obs, action) -> Q [N]``.
+        gamma: the discount the critic was trained with (required with ``critic``).
         **env_kwargs: passed on as ``wrappers`` are.
     """
 

@@ -25,7 +25,6 @@
 # %%
 import dataclasses
 import math
-import os
 import time
 from pathlib import Path
 
@@ -191,15 +190,25 @@ check_episode_bias = Check(
             "a terminated episode",
             "G_t is the discounted sum of the rewards from step t to the end (the reward of "
             "step t itself is not discounted); the bias is Q minus G at every step",
-            lambda g: {**_episode(g, 6), "gamma": 0.9, "terminated": True,
-                       "cut_value": torch.tensor(7.0), "margin": 44},  # fmt: skip
+            lambda g: {
+                **_episode(g, 6),
+                "gamma": 0.9,
+                "terminated": True,
+                "cut_value": torch.tensor(7.0),
+                "margin": 44,
+            },  # fmt: skip
         ),
         Case(
             "an episode cut by the time limit",
             "after a cut the return goes on: add gamma^(T-t) * cut_value to G_t, and keep only "
             "the first T - margin states",
-            lambda g: {**_episode(g, 12), "gamma": 0.5, "terminated": False,
-                       "cut_value": torch.tensor(4.0), "margin": 7},  # fmt: skip
+            lambda g: {
+                **_episode(g, 12),
+                "gamma": 0.5,
+                "terminated": False,
+                "cut_value": torch.tensor(4.0),
+                "margin": 7,
+            },  # fmt: skip
         ),
     ],
     probes={
@@ -243,7 +252,9 @@ check_episode_bias(episode_bias)
 
 # %%
 margin = math.ceil(math.log(0.01) / math.log(config.gamma))
-print(f"gamma = {config.gamma}: a cut episode counts its states up to {margin} steps before the cut")
+print(
+    f"gamma = {config.gamma}: a cut episode counts its states up to {margin} steps before the cut"
+)
 
 
 # %% [markdown]
@@ -301,7 +312,9 @@ def train(algo: str, layer_norm: bool, *, seed: int, run_dir: Path) -> None:
     actor = DeterministicActor(obs_dim, action_dim, config.hidden, config.exploration_noise)
     q1, q2 = (Critic(obs_dim, action_dim, config.hidden, layer_norm) for _ in range(2))
     actor_target = DeterministicActor(obs_dim, action_dim, config.hidden, 0.0)
-    q1_target, q2_target = (Critic(obs_dim, action_dim, config.hidden, layer_norm) for _ in range(2))
+    q1_target, q2_target = (
+        Critic(obs_dim, action_dim, config.hidden, layer_norm) for _ in range(2)
+    )
     for network, target in [(actor, actor_target), (q1, q1_target), (q2, q2_target)]:
         target.load_state_dict(network.state_dict())
     critics = [q1, q2] if algo == "td3" else [q1]
@@ -338,7 +351,9 @@ def train(algo: str, layer_norm: bool, *, seed: int, run_dir: Path) -> None:
                 actor_optimizer.zero_grad()
                 actor_loss.backward()
                 actor_optimizer.step()
-                for network, target_network in zip([actor, q1, q2], [actor_target, q1_target, q2_target]):
+                for network, target_network in zip(
+                    [actor, q1, q2], [actor_target, q1_target, q2_target]
+                ):
                     soft_update(network, target_network, config.tau)
         evaluator.run_if_needed(collector.steps, actor)
     evaluator.close()

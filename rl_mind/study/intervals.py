@@ -169,9 +169,12 @@ def probability_of_improvement(
     The interval resamples the runs of X and of Y independently within each task.
 
     Args:
-        x, y: the final scores ``[R_x]`` and ``[R_y]`` of the runs (the numbers of runs may
-            differ), or dicts of such arrays by task, with the same tasks.
-        confidence, n_resamples, seed: as :func:`interval_estimate`.
+        x: the final scores ``[R_x]`` of the runs of X, or a dict of such arrays by task.
+        y: the final scores ``[R_y]`` of the runs of Y (the numbers of runs may differ), or
+            a dict of such arrays by task, with the same tasks as ``x``.
+        confidence: the level of the interval, as :func:`interval_estimate`.
+        n_resamples: the bootstrap resamples.
+        seed: seeds the resampling.
 
     Returns:
         An :class:`IntervalEstimate` in [0, 1]: 1 when every run of X beats every run of Y,

@@ -53,6 +53,9 @@ def compare_table(paths: Sequence[str | Path]) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``rl-mind compare RUN_DIR... [--out DIR] [--metric COLUMN] [--aggregate iqm|mean|median]
+    [--by COLUMN...] [--seed N]``: write the plots, print the final table; 0 on success, 2
+    on bad input (said on stderr)."""
     parser = argparse.ArgumentParser(prog="rl-mind compare", description=__doc__.split("\n\n")[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR", help="studies or run folders")

@@ -40,7 +40,8 @@ __all__ = [
 
 def iqm(scores: ArrayLike, axis: int = -1) -> Any:
     """The interquartile mean along ``axis``: the mean of the scores left once the lowest and
-    the highest 25% are cut (``scipy.stats.trim_mean(scores, 0.25)``, as rliable)."""
+    the highest 25% are cut (``scipy.stats.trim_mean(scores, 0.25)``, as rliable: ``n // 4``
+    scores at each end, so the IQM of 3 runs is their mean)."""
     from scipy.stats import trim_mean
 
     return trim_mean(np.asarray(scores, dtype=float), 0.25, axis=axis)

@@ -64,9 +64,9 @@ torch.set_num_threads(1)  # small networks: one thread is the fastest (the study
 #
 # One configuration for every run; the study varies `algo` and `layer_norm` and the seed.
 # The full profile is sized to finish within 30 minutes on a 2-core laptop: 4 variants × 3
-# seeds = 12 runs of 60,000 steps, 6 runs per core, each about 2.5 minutes of one core
-# (about 400 steps a second once learning starts). DDPG's overestimation shows within the
-# first 20,000 steps. `RL_MIND_FAST_TEST=1` switches to the tiny budgets that CI runs.
+# seeds = 12 runs of 80,000 steps, 6 runs per core, each about 2.5 minutes of one core
+# (about 550 steps a second once learning starts): about 15 minutes in all. DDPG's
+# overestimation shows within the first 20,000 steps; the rest lets TD3's critic settle. `RL_MIND_FAST_TEST=1` switches to the tiny budgets that CI runs.
 
 
 # %%
@@ -74,7 +74,7 @@ torch.set_num_threads(1)  # small networks: one thread is the fastest (the study
 class Config:
     env_name: str = Profile.pick("LunarLanderContinuous-v3", fast_test="CartPoleContinuous-v1")
     seeds: tuple[int, ...] = Profile.pick((0, 1, 2), fast_test=(0, 1))
-    total_steps: int = Profile.pick(60_000, fast_test=500)  # environment steps per run
+    total_steps: int = Profile.pick(80_000, fast_test=500)  # environment steps per run
     learning_starts: int = Profile.pick(5_000, fast_test=200)  # uniformly random actions first
     buffer_size: int = 100_000
     batch_size: int = 128

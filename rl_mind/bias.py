@@ -28,12 +28,13 @@ none do (the bias is NaN when no state counts; a smaller ``gamma`` or longer epi
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from rl_mind.core import TensorStruct
 from rl_mind.env import EnvStep
@@ -85,6 +86,22 @@ def _rows(value: Any, time: Tensor, copy: Tensor) -> Any:
     return value[time, copy]
 
 
+@contextlib.contextmanager
+def _evaluated(critic: Critic) -> Iterator[None]:
+    """A critic module in ``eval()`` mode (dropout off, batch statistics untouched) under
+    ``torch.no_grad()``; every submodule's mode restored afterwards."""
+    modes = [(module, module.training) for module in critic.modules()] if isinstance(
+        critic, nn.Module) else []  # fmt: skip
+    if isinstance(critic, nn.Module):
+        critic.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        for module, training in modes:
+            module.training = training
+
+
 class BiasRecording:
     """The states, actions and rewards of one evaluation's episodes (the first of each copy),
     recorded step by step by the :class:`~rl_mind.evaluation.Evaluator`."""
@@ -116,13 +133,14 @@ class BiasRecording:
         """The mean of ``Q(s_t, a_t) - G_t`` over the counted states (NaN if none counts).
 
         ``actor.act`` gives the action at a cut for the bootstrap; the critic runs on
-        ``device`` (the actor's) under ``torch.no_grad()``."""
+        ``device`` (the actor's) under ``torch.no_grad()``, a module in ``eval()`` mode
+        (its modes restored after)."""
         if not self.rewards:
             return math.nan
         gamma, critic, T = self.measure.gamma, self.measure.critic, len(self.rewards)
         end = torch.where(self.ended, self.end, torch.full_like(self.end, T - 1))
         rewards = torch.stack(self.rewards)  # [T, B]
-        with torch.no_grad():
+        with _evaluated(critic):
             final_obs = _rows(_stack(self.next_obs), end, torch.arange(len(end)))
             if isinstance(final_obs, Tensor | TensorStruct):
                 final_obs = final_obs.to(device)

@@ -142,3 +142,23 @@ def test_the_critic_sees_the_actions_taken_without_gradients() -> None:
         e.run(1, ConstantAction())
     assert seen and not any(grad for grad, _ in seen)
     assert all(torch.all(action == ACTION) for _, action in seen)
+
+
+def test_a_critic_module_is_evaluated_in_eval_mode_and_its_modes_are_restored() -> None:
+    class NormalizedCritic(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm = torch.nn.BatchNorm1d(2)
+
+        def forward(self, obs: Tensor, action: Tensor) -> Tensor:
+            self.norm(obs)  # (in train mode this would update its running statistics)
+            return true_q(obs, action)
+
+    critic = NormalizedCritic()
+    critic.train()
+    mean = critic.norm.running_mean.clone()
+    with Evaluator(CLOCK_ID, every=1, num_episodes=2, seed=0, critic=critic, gamma=GAMMA) as e:
+        bias = e.run(1, ConstantAction()).extras["critic_bias"]
+    assert bias == pytest.approx(0.0, abs=1e-9)
+    assert torch.equal(critic.norm.running_mean, mean)
+    assert critic.training and critic.norm.training

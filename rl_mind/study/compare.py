@@ -87,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         written = [out / "learning_curves.png", out / "final_performance.png"]
         plot_learning_curves(table, args.metric, args.aggregate, path=written[0], **options)
         plot_final_performance(table, args.metric, args.aggregate, path=written[1], **options)
-        if "critic_bias" in table and args.metric != "critic_bias":
+        bias = table.get("critic_bias")
+        if bias is not None and bias.notna().any() and args.metric != "critic_bias":
             written.append(out / "critic_bias.png")
             plot_learning_curves(table, "critic_bias", args.aggregate, path=written[-1], **options)
         if (final["runs"] >= 2).sum() >= 2:

@@ -106,7 +106,9 @@ class Evaluator(Generic[ActionT]):
             ``extras`` by name). Off by default, as in rl-mind 0.4: no log files without a
             writer.
         num_episodes: the number of copies ``B`` (one episode each) when ``env`` is an id.
-        seed: copy ``i`` is reset with ``seed + i`` at every evaluation.
+        seed: copy ``i`` is reset with ``seed + i`` at every evaluation. ``None``: as
+            rl-mind 0.4, reset without a seed (a ``VecEnv`` its own seed at its first reset,
+            then its generators go on), so each evaluation starts from other states.
         max_steps: cap on the steps of one evaluation; unfinished episodes are cut there.
         wrappers: for ``VecEnv`` (and :meth:`visualize_best`'s video) when ``env`` is an id.
         critic: measure the critic's bias at each evaluation, ``extras["critic_bias"]``
@@ -123,7 +125,7 @@ class Evaluator(Generic[ActionT]):
         writer: SummaryWriter | None = None,
         *,
         num_episodes: int = 8,
-        seed: int = 0,
+        seed: int | None = 0,
         max_steps: int = 10_000,
         wrappers: Sequence[Wrapper] = (),
         logs: bool = False,
@@ -135,14 +137,16 @@ class Evaluator(Generic[ActionT]):
         if logs not in (True, False) or (logs and run_dir is None):
             raise ValueError(f"Evaluator: logs must be True (with a run_dir to write the logs "
                              f"into) or False, got logs={logs!r}, run_dir={run_dir!r}")  # fmt: skip
-        every_count, steps_cap, seed_value = _as_int(every), _as_int(max_steps), _as_int(seed)
+        every_count, steps_cap = _as_int(every), _as_int(max_steps)
+        seed_value = None if seed is None else _as_int(seed)
         if every_count is None or every_count <= 0:
             raise ValueError(f"Evaluator: every must be a positive number of steps, got {every!r}")
         if steps_cap is None or steps_cap <= 0:
             raise ValueError(f"Evaluator: max_steps must be a positive int, got {max_steps!r}")
-        if seed_value is None or seed_value < 0:  # (else only the first evaluation refuses it)
+        if seed is not None and (seed_value is None or seed_value < 0):  # (not at a reset)
             raise ValueError(f"Evaluator: seed must be an int >= 0 (copy i is reset with seed + i "
-                             f"at every evaluation), got {seed!r}")  # fmt: skip
+                             f"at every evaluation) or None (0.4's unseeded resets), got "
+                             f"{seed!r}")  # fmt: skip
         if writer is not None and not callable(getattr(writer, "add_scalar", None)):
             raise TypeError(f"Evaluator: writer must be a torch.utils.tensorboard.SummaryWriter, "
                             f"got {type(writer).__name__} (for a log folder, pass "
@@ -193,6 +197,16 @@ class Evaluator(Generic[ActionT]):
             self._writer = SummaryWriter(log_dir=str(self.run_dir))
             self._owns_writer = True
         return self._writer
+
+    @writer.setter
+    def writer(self, writer: SummaryWriter | None) -> None:  # (0.4's writer was an attribute)
+        if writer is not None and not callable(getattr(writer, "add_scalar", None)):
+            raise TypeError(
+                f"Evaluator.writer must be a SummaryWriter, got {type(writer).__name__}"
+            )
+        if self._owns_writer and self._writer is not None and writer is not self._writer:
+            self._writer.close()
+        self._writer, self._owns_writer = writer, False
 
     @property
     def best_checkpoint_path(self) -> Path | None:
@@ -286,7 +300,8 @@ class Evaluator(Generic[ActionT]):
         scalars.update({f"eval/{name}": value for name, value in result.extras.items()})
         for tag, value in scalars.items():
             writer.add_scalar(tag, value, global_step=result.step)
-        writer.flush()
+        if callable(getattr(writer, "flush", None)):  # (0.4 needed add_scalar only)
+            writer.flush()
 
     def plot(self, ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Axes:
         """The learning curve: mean evaluation return ± std against training steps, the
@@ -346,7 +361,7 @@ class Evaluator(Generic[ActionT]):
         kwargs = self.env.env_kwargs  # (the environment as the evaluation's, filmed)
         kwargs.pop("render_mode", None)
         path = record_video(self.best_actor, self.env.env_name, directory,
-                            seed=self.seed if seed is None else seed, max_steps=max_steps,
+                            seed=(self.seed or 0) if seed is None else seed, max_steps=max_steps,
                             fps=fps, wrappers=self.env.wrappers,
                             name=f"best-{self.env.env_name}", **kwargs)  # fmt: skip
         video_display(path)

@@ -14,7 +14,17 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from rl_mind import Action, Actor, Evaluator, save_checkpoint
+from rl_mind import (
+    Action,
+    Actor,
+    Evaluator,
+    ReplayBuffer,
+    TransitionCollector,
+    VecEnv,
+    build_mlp,
+    save_checkpoint,
+    soft_update,
+)
 
 
 class LinearActor(Actor[Action]):
@@ -59,16 +69,47 @@ def train(
         time.sleep(pause)
 
 
-def busy_train(size: int = 1, *, seed: int, run_dir: Path, seconds: float = 1.0) -> None:
-    """CPU work for about ``seconds`` (the benchmark's run), with an Evaluator's logs."""
+class QActor(Actor[Action]):
+    """Epsilon-greedy on a Q-network ``[B, obs_dim] -> [B, n_actions]``."""
+
+    def __init__(self, q: nn.Module, n_actions: int, epsilon: float = 0.1) -> None:
+        super().__init__()
+        self.q, self.n_actions, self.epsilon = q, n_actions, epsilon
+
+    def forward(self, obs: Tensor) -> Action:
+        greedy = self.act(obs)
+        explore = torch.rand(len(obs)) < self.epsilon
+        return Action(torch.where(explore, torch.randint(self.n_actions, greedy.shape), greedy))
+
+    def act(self, obs: Tensor) -> Tensor:
+        return self.q(obs).argmax(-1)
+
+
+def dqn(hidden: int = 64, lr: float = 1e-3, *, seed: int, run_dir: Path, steps: int = 3000) -> None:
+    """A short DQN on CartPole (the benchmark's run): a fixed amount of work, collecting
+    with the package's blocks, evaluating every 1000 steps with ``logs=True``."""
     torch.manual_seed(seed)
-    actor = LinearActor()
-    evaluator = Evaluator("CartPole-v1", every=1, run_dir=run_dir, logs=True, num_episodes=2,
-                          seed=seed)  # fmt: skip
-    matrix = torch.randn(64 * size, 64 * size)
-    start, step = time.perf_counter(), 0
-    while time.perf_counter() - start < seconds:
-        for _ in range(50):
-            matrix = torch.tanh(matrix @ matrix.T / matrix.shape[0])
-        step += 1
-    evaluator.run_if_needed(step, actor)
+    env = VecEnv("CartPole-v1", 1, seed=seed)
+    q = build_mlp([env.observation_dim, hidden, hidden, env.n_actions])
+    target = build_mlp([env.observation_dim, hidden, hidden, env.n_actions])
+    target.load_state_dict(q.state_dict())
+    actor = QActor(q, env.n_actions)
+    collector = TransitionCollector(env, actor)
+    buffer: ReplayBuffer[Action] = ReplayBuffer(10_000)
+    optimizer = torch.optim.Adam(q.parameters(), lr=lr)
+    evaluator = Evaluator("CartPole-v1", every=1000, run_dir=run_dir, logs=True,
+                          num_episodes=4, seed=seed)  # fmt: skip
+    while collector.steps < steps:
+        buffer.add(collector.collect(1))
+        if len(buffer) >= 64:
+            batch = buffer.sample(64)
+            with torch.no_grad():
+                bootstrap = target(batch.next_obs).max(-1).values * ~batch.terminated
+            q_values = q(batch.obs).gather(-1, batch.action.value[:, None]).squeeze(-1)
+            loss = nn.functional.mse_loss(q_values, batch.reward + 0.99 * bootstrap)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            soft_update(q, target, 0.01)
+        evaluator.run_if_needed(collector.steps, actor)
+    env.close()

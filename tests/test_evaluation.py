@@ -64,7 +64,7 @@ def test_evaluator_rejects_bad_arguments(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("seed", [-1, "a", 1.5, None, True])
+@pytest.mark.parametrize("seed", [-1, "a", 1.5, True])
 def test_evaluator_refuses_a_bad_seed_when_it_is_built(tmp_path: Path, seed: Any) -> None:
     # (the VecEnv raised gymnasium.error.Error, and with a given VecEnv only the first run)
     message = re.escape("Evaluator: seed must be an int >= 0 (copy i is reset with seed + i")
@@ -124,6 +124,26 @@ def test_every_evaluation_plays_the_same_episode_seeds() -> None:
         second = evaluator.run(10, BiasActor(bias=-1.0))
     expected = torch.tensor([float(paint_length(7 + i)) for i in range(3)])
     assert torch.equal(first.rewards, expected) and torch.equal(second.rewards, expected)
+
+
+class NoTorque(Actor[Action]):
+    def forward(self, obs: Tensor) -> Action:
+        return Action(torch.zeros(obs.shape[0], 1))
+
+
+def test_seed_none_evaluates_as_rl_mind_0_4_without_reseeding() -> None:
+    # 0.4 reset its VecEnv without a seed: the VecEnv's own seed at the first evaluation,
+    # then the environments' generators went on (other start states at each evaluation)
+    with (
+        VecEnv("Pendulum-v1", 2, seed=5) as env,
+        Evaluator(env, every=10, seed=None) as unseeded,
+        Evaluator("Pendulum-v1", every=10, num_episodes=2, seed=5) as seeded,
+    ):
+        assert unseeded.seed is None
+        first, second = (unseeded.run(steps, NoTorque()).rewards for steps in (10, 20))
+        fixed = [seeded.run(steps, NoTorque()).rewards for steps in (10, 20)]
+    assert torch.equal(first, fixed[0]) and torch.equal(fixed[1], fixed[0])
+    assert not torch.equal(second, first)
 
 
 def test_unfinished_episodes_are_cut_at_max_steps() -> None:
@@ -440,6 +460,29 @@ def test_a_given_writer_is_used_and_left_open(tmp_path: Path) -> None:
     writer.add_scalar("still/open", 1.0, 0)  # not closed by the evaluator
     writer.close()
     assert list((tmp_path / "logs").glob("events.out.tfevents.*"))
+
+
+class ScalarRecorder:
+    """A writer with add_scalar only, as rl-mind 0.4 accepted (no flush)."""
+
+    def __init__(self) -> None:
+        self.scalars: list[tuple[str, float, int]] = []
+
+    def add_scalar(self, tag: str, value: float, global_step: int) -> None:
+        self.scalars.append((tag, value, global_step))
+
+
+def test_a_writer_with_add_scalar_only_can_be_given_or_set_later_as_in_rl_mind_0_4() -> None:
+    given, later = ScalarRecorder(), ScalarRecorder()
+    with Evaluator(PAINT_ID, every=10, num_episodes=2, writer=given) as evaluator:  # type: ignore[arg-type]
+        evaluator.run(5, BiasActor())
+        evaluator.writer = later  # type: ignore[assignment]  (0.4's writer was an attribute)
+        evaluator.run(15, BiasActor())
+        with pytest.raises(TypeError, match="Evaluator.writer must be a SummaryWriter, got str"):
+            evaluator.writer = "logs"  # type: ignore[assignment]
+        assert evaluator.writer is later
+    assert {step for _tag, _value, step in given.scalars} == {5}
+    assert ("eval/mean_return", evaluator.history[1].mean, 15) in later.scalars
 
 
 def test_plot_draws_the_learning_curve_with_the_best_marked(tmp_path: Path) -> None:

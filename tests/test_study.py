@@ -7,17 +7,30 @@ engine.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 import torch
 
 from rl_mind.records import EvalResult, append_evaluation
-from rl_mind.study import Study, load_table, write_json
-from tests.study_toys import busy_train, train
+from rl_mind.study import Study, execute_run, load_table, write_json
+from rl_mind.study.cli import load_study
+from rl_mind.study.cli import main as study_main
+from rl_mind.study.progress import StudyProgress
+from tests.readme_blocks import ROOT
+from tests.study_toys import dqn, train
 
-pytest.importorskip("pandas")
+pd = pytest.importorskip("pandas")
 
 
 def write_run(folder: Path, returns: list[float], extras: dict[str, float] | None = None) -> None:
@@ -97,6 +110,10 @@ def test_a_study_runs_every_variant_and_seed_in_its_own_folder(tmp_path: Path) -
     status = json.loads((run / "status.json").read_text())
     assert status["state"] == "done" and status["seed"] == 1 and status["seconds"] >= 0
     assert list(run.glob("events.out.tfevents.*")) and (run / "checkpoint.pt").is_file()
+    umask = os.umask(0)
+    os.umask(umask)
+    for written in ("status.json", "config.json", "../study.json"):  # (shared folders: umask)
+        assert stat.S_IMODE((run / written).stat().st_mode) == 0o666 & ~umask
     index = json.loads((tmp_path / "study" / "study.json").read_text())
     assert index["function"] == "train" and index["grid"] == {"gain": [0.2, 0.5]}
     assert [entry["name"] for entry in index["runs"]] == [run.name for run in study.runs]
@@ -177,8 +194,8 @@ def test_a_directory_of_another_study_is_refused(tmp_path: Path) -> None:
         toy_study(tmp_path / "s", gain=[0.2, 0.5])
     with pytest.raises(ValueError, match="belongs to another study"):
         Study(train, grid={"gain": [0.2]}, seeds=[0, 1, 2], directory=tmp_path / "s")
-    with pytest.raises(ValueError, match="belongs to another study.*function='busy_train'"):
-        Study(busy_train, grid={"size": [1]}, seeds=[0, 1], directory=tmp_path / "s")
+    with pytest.raises(ValueError, match="belongs to another study.*function='dqn'"):
+        Study(dqn, grid={"hidden": [8]}, seeds=[0, 1], directory=tmp_path / "s")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="not empty and holds no study.json"):
@@ -206,3 +223,260 @@ def test_a_bad_engine_or_worker_count_starts_nothing(
     with pytest.raises(error, match=message):
         toy_study(tmp_path / "s").run(progress=False, **arguments)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------- kill -9, resume
+STUDY_FILE_TEXT = """
+from rl_mind.study import Study
+from tests.study_toys import train
+
+study = Study(train, grid={{"gain": [0.2, 0.5, 1.0]}}, seeds=[0, 1], directory={directory!r})
+"""
+
+
+def start_study(tmp_path: Path, *arguments: str) -> tuple[subprocess.Popen[str], Path]:
+    """``rl-mind study`` in a new process group, on runs that pause 0.4 s per evaluation."""
+    directory = tmp_path / "study"
+    source = tmp_path / "declared.py"
+    source.write_text(STUDY_FILE_TEXT.format(directory=str(directory)).replace(
+        "train, grid", "functools.partial(train, pause=0.4), grid").replace(
+        "from rl_mind", "import functools\nfrom rl_mind"))  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "rl_mind", "study", str(source), "--workers", "2", *arguments]
+    process = subprocess.Popen(command, env=environment, text=True, start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    return process, directory
+
+
+def states(directory: Path) -> dict[str, dict[str, object]]:
+    return {path.parent.name: json.loads(path.read_text())
+            for path in directory.glob("*/status.json")}  # fmt: skip
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert process.poll() is None, process.communicate()[0]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def running_worker(directory: Path, driver: int) -> tuple[str, int] | None:
+    for name, status in states(directory).items():
+        if status["state"] == "running" and status["pid"] != driver:
+            return name, int(status["pid"])  # type: ignore[call-overload]
+    return None
+
+
+def test_a_killed_worker_is_replaced_and_its_run_made_again_from_scratch(tmp_path: Path) -> None:
+    process, directory = start_study(tmp_path)
+    try:
+        wait_for(lambda: sum(s["state"] == "done" for s in states(directory).values()) >= 2
+                 and running_worker(directory, process.pid) is not None, process)  # fmt: skip
+        finished = {name: snapshot(directory / name) for name, status in states(directory).items()
+                    if status["state"] == "done"}  # fmt: skip
+        killed, pid = running_worker(directory, process.pid)  # type: ignore[misc]
+        os.kill(pid, signal.SIGKILL)
+        interrupted = states(directory)[killed] == {**states(directory)[killed], "pid": pid,
+                                                    "state": "running"}  # fmt: skip
+        output = process.communicate(timeout=120)[0]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0, output
+    assert "6 runs, 6 done" in output
+    assert {name: status["state"] for name, status in states(directory).items()} == {
+        run: "done" for run in states(directory)} and len(states(directory)) == 6  # fmt: skip
+    if interrupted:  # (else it ended in the instant before the kill)
+        assert states(directory)[killed]["pid"] != pid  # (made again, by another worker)
+    for name, files in finished.items():
+        assert snapshot(directory / name) == files, f"{name}'s files changed"
+    table = load_table(directory)
+    assert table.groupby("run")["step"].apply(list).tolist() == [[100, 200, 300]] * 6
+
+
+def test_a_study_killed_with_its_workers_resumes_what_is_not_done(tmp_path: Path) -> None:
+    process, directory = start_study(tmp_path)
+    try:
+        wait_for(lambda: sum(s["state"] == "done" for s in states(directory).values()) >= 2
+                 and running_worker(directory, process.pid) is not None, process)  # fmt: skip
+        os.killpg(process.pid, signal.SIGKILL)  # (the driver and its workers: a crash)
+        process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    left = states(directory)
+    finished = {
+        name: snapshot(directory / name) for name, s in left.items() if s["state"] == "done"
+    }
+    interrupted = [name for name, s in left.items() if s["state"] == "running"]
+    assert finished and interrupted and len(finished) < 6
+    summary = load_study(tmp_path / "declared.py").run(workers=2, progress=False)
+    assert summary.complete and len(summary.done) == 6
+    for name, files in finished.items():
+        assert snapshot(directory / name) == files, f"{name} was run again"
+    for name in interrupted:
+        assert states(directory)[name]["started"] >= left[name]["started"]
+    table = load_table(directory)
+    assert table.groupby("run")["step"].apply(list).tolist() == [[100, 200, 300]] * 6
+    # `rl-mind study --summary` says so, and runs nothing
+    before = snapshot(directory)
+    assert study_main([str(tmp_path / "declared.py"), "--summary"]) == 0
+    assert snapshot(directory) == before
+
+
+def test_a_study_being_run_is_not_run_twice_at_once(tmp_path: Path) -> None:
+    process, directory = start_study(tmp_path)
+    try:
+        wait_for(lambda: running_worker(directory, process.pid) is not None, process)
+        with pytest.raises(RuntimeError, match="being run by another process"):
+            load_study(tmp_path / "declared.py").run(workers=1, progress=False)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate(timeout=30)
+
+
+# ---------------------------------------------------------------------- the engines
+ENGINE_GRID = {"gain": [0.2, 1.0]}
+
+
+@pytest.fixture(scope="module")
+def local_table(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    directory = tmp_path_factory.mktemp("local") / "study"
+    study = Study(train, grid=ENGINE_GRID, seeds=[0, 1], directory=directory)
+    assert study.run(workers=2, progress=False).complete
+    return study.table()
+
+
+def test_a_dask_local_cluster_gives_the_same_table(
+    tmp_path: Path, local_table: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # (the workers import tests.study_toys)
+    study = Study(train, grid=ENGINE_GRID, seeds=[0, 1], directory=tmp_path / "study")
+    assert study.run(workers=2, engine="dask", progress=False).complete
+    hosts = {json.loads(run.directory.joinpath("status.json").read_text())["pid"]
+             for run in study.runs}  # fmt: skip
+    assert os.getpid() not in hosts and len(hosts) >= 2  # (worker processes, several)
+    pd.testing.assert_frame_equal(study.table(), local_table)
+    assert local_table["return"].nunique() > 3  # (the returns differ by seed and variant)
+
+
+def test_submitits_local_executor_gives_the_same_table(
+    tmp_path: Path, local_table: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    submitit = pytest.importorskip("submitit")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    executor = submitit.LocalExecutor(folder=tmp_path / "logs")
+    study = Study(train, grid=ENGINE_GRID, seeds=[0, 1], directory=tmp_path / "study")
+    assert study.run(engine=executor, progress=False).complete
+    pids = {json.loads(run.directory.joinpath("status.json").read_text())["pid"]
+            for run in study.runs}  # fmt: skip
+    assert len(pids) == 4 and os.getpid() not in pids  # (one job each)
+    pd.testing.assert_frame_equal(study.table(), local_table)
+
+
+# ---------------------------------------------------------------------- the display, the command
+def test_the_progress_display_is_plain_lines_off_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    display = StudyProgress(total=4, done_before=1)  # (pytest's output is no terminal)
+    assert display.bar is None and display.time_left() is None
+    display.running(2)
+    display.ended("algo=td3,seed=0", True, 75.0)
+    display.ended("algo=td3,seed=1", False)
+    display.close()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "study: 3 of 4 runs to do (1 done before)"
+    assert lines[1].startswith("study: 2/4 done, 1 running, 0 failed, ")
+    assert lines[1].endswith(" left (algo=td3,seed=0 done in 1 min 15 s)")
+    assert lines[2].startswith("study: 2/4 done, 0 running, 1 failed, ")
+    assert "(algo=td3,seed=1 FAILED)" in lines[2]
+
+
+def test_the_progress_display_is_a_bar_in_a_notebook(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("rl_mind.study.progress.is_notebook", lambda: True)
+    display = StudyProgress(total=3, done_before=0)
+    assert display.bar is not None and display.bar.bar.total == 3
+    display.running(2)
+    display.ended("a", True, 1.0)
+    assert display.bar.n == 1
+    display.close()
+    assert display.bar is None
+
+
+def test_rl_mind_study_is_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from rl_mind.__main__ import main
+
+    assert main(["--help"]) == 0
+    assert "study" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="expected a Python file declaring a Study"):
+        main(["study", "no_such_file.py"])
+
+
+def test_a_folder_that_is_no_run_is_never_emptied(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("months of work")
+    with pytest.raises(ValueError, match="not a study's run folder"):
+        execute_run(train, {}, 0, str(tmp_path / "mine"))
+    assert (tmp_path / "mine" / "thesis.tex").read_text() == "months of work"
+    # an empty folder (a run killed right after creating it) is a run's to fill
+    (tmp_path / "empty").mkdir()
+    assert execute_run(train, {"gain": 0.2}, 0, str(tmp_path / "empty"))["state"] == "done"
+
+
+class UnstartableExecutor(concurrent.futures.Executor):
+    """An engine whose jobs never start (as a worker that cannot import the function)."""
+
+    def __init__(self) -> None:
+        self.submitted = 0
+
+    def submit(
+        self, fn: Callable[..., object], /, *args: object, **kwargs: object
+    ) -> Future[object]:
+        self.submitted += 1
+        future: Future[object] = Future()
+        future.set_exception(ModuleNotFoundError("No module named 'my_project'"))
+        return future
+
+
+def test_a_run_the_engine_cannot_start_is_failed_after_a_few_tries(tmp_path: Path) -> None:
+    engine = UnstartableExecutor()
+    study = Study(train, grid={"gain": [0.2]}, seeds=[0], directory=tmp_path / "s")
+    summary = study.run(engine=engine, progress=False)
+    assert engine.submitted == 4
+    assert summary.failed == {
+        "gain=0.2,seed=0": "the engine could not start it 4 times: ModuleNotFoundError: "
+        "No module named 'my_project'"
+    }
+
+
+OWN_TRAIN = """
+import torch
+from rl_mind.records import EvalResult, append_evaluation
+from rl_mind.study import Study
+
+def train(scale=1.0, *, seed, run_dir):
+    torch.manual_seed(seed)
+    for step in (1, 2):
+        append_evaluation(EvalResult(step, scale * torch.randn(3), False), run_dir / "evaluations.csv")
+
+study = Study(train, grid={{"scale": [1.0, 2.0]}}, seeds=[0], directory={directory!r})
+"""
+
+
+def test_rl_mind_study_sends_a_files_own_function_to_submitit_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("submitit")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # (restored after: the command extends it)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    source = tmp_path / "own_train_study.py"  # (a module no job could import by its name)
+    source.write_text(OWN_TRAIN.format(directory=str(tmp_path / "study")))
+    try:
+        assert study_main([str(source), "--engine", "slurm"]) == 0  # (no SLURM here: local jobs)
+    finally:
+        sys.modules.pop("own_train_study", None)
+    table = load_table(tmp_path / "study")
+    assert table["run"].unique().tolist() == ["scale=1.0,seed=0", "scale=2.0,seed=0"]
+    assert (tmp_path / "study" / "submitit").is_dir()

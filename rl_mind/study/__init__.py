@@ -4,12 +4,13 @@ Imported on demand (``from rl_mind.study import load_table``), not by ``import r
 the table needs pandas (the ``study`` extra), and the engines Dask or submitit.
 
 - :mod:`rl_mind.study.runner`: :class:`Study` (a training function, a grid of variants,
-  seeds, a directory), one :class:`Run` per variant and seed, and :class:`StudySummary`.
+  seeds, a directory) and :class:`StudySummary`.
 - :mod:`rl_mind.study.engines`: where the runs execute (local processes, Dask, submitit).
 - :mod:`rl_mind.study.progress`: the study's one progress display.
 - :mod:`rl_mind.study.table`: :func:`load_table`, the runs' evaluations as a DataFrame.
-- :mod:`rl_mind.study.runs`: the files of a run directory (``config.json``,
-  ``status.json``), written atomically.
+- :mod:`rl_mind.study.runs`: one :class:`Run` per variant and seed, the files of its
+  directory (``config.json``, ``status.json``, written atomically), and
+  :func:`execute_run`, what every engine runs.
 - :mod:`rl_mind.study.intervals`: interval estimates across seeds (bootstrap CIs, the IQM,
   the probability of improvement).
 - :mod:`rl_mind.study.plots`: learning curves, final performance and probabilities of
@@ -30,11 +31,13 @@ from rl_mind.study.plots import (
     plot_improvement,
     plot_learning_curves,
 )
-from rl_mind.study.runner import Run, Study, StudySummary, execute_run
+from rl_mind.study.runner import Study, StudySummary
 from rl_mind.study.runs import (
     CONFIG_FILE,
     STATUS_FILE,
     STUDY_FILE,
+    Run,
+    execute_run,
     read_config,
     read_status,
     write_json,

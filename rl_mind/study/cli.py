@@ -20,7 +20,9 @@ done, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,6 +46,14 @@ def _load_module(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
+    # Processes started afresh (submitit's jobs, Dask's workers) find the file's folder on
+    # their path, and cloudpickle (which both use) sends the file's functions by value.
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    os.environ["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, paths)])
+    with contextlib.suppress(ImportError):
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
     return module
 
 

@@ -1,6 +1,6 @@
 """Where a study's runs execute: local processes, a Dask cluster, or SLURM through submitit.
 
-Every engine runs the same thing, :func:`~rl_mind.study.runner.execute_run`, and is driven
+Every engine runs the same thing, :func:`~rl_mind.study.runs.execute_run`, and is driven
 the same way: each run is submitted, and the handle it gives back (a
 ``concurrent.futures.Future``, a Dask ``Future``, a submitit ``Job``) is polled with
 ``done()`` and read with ``result()``. None of them is written here: the local engine is
@@ -8,7 +8,9 @@ the standard library's ``ProcessPoolExecutor``, the others are Dask's and submit
 
 What the reader must not get wrong: the engine can lose a run (its worker killed, out of
 memory, a SLURM job cancelled); ``result()`` then raises. Such a run is submitted again,
-once, and starts from scratch (its folder emptied); a second loss marks it failed. A run
+once, and starts from scratch (its folder emptied); a second loss marks it failed, and so
+does a run the engine could not start four times (a worker that cannot import the
+training function's module). A run
 whose function raised is not lost: its ``status.json`` says ``"failed"``, with the
 traceback, and it is not run again in this session.
 """
@@ -31,8 +33,7 @@ from typing import Any
 import torch
 
 from rl_mind.study.progress import StudyProgress
-from rl_mind.study.runner import Run, execute_run
-from rl_mind.study.runs import read_status, write_json
+from rl_mind.study.runs import STATUS_FILE, Run, execute_run, read_status, write_json
 
 __all__ = ["ENGINES", "StudyExecutor", "open_engine"]
 
@@ -117,17 +118,21 @@ class StudyExecutor:
         pending: collections.deque[Run],
         display: StudyProgress,
     ) -> None:
-        if not _started(run, session):  # (never began: queued in a pool that broke)
-            pending.append(run)
-            return
+        # A run lost while under way is made again once; one lost before it began (queued in
+        # a pool that broke, or a job that could not start) is submitted again up to 3 times.
+        began = _started(run, session)
         losses[run.name] += 1
-        if losses[run.name] < 2:
+        if losses[run.name] < (2 if began else 4):
             pending.append(run)  # (from scratch: execute_run empties its folder)
             return
+        reason = ("lost it twice under way (its worker died: killed, or out of memory?)" if began
+                  else f"could not start it {losses[run.name]} times")  # fmt: skip
+        run.directory.mkdir(parents=True, exist_ok=True)
         status = read_status(run.directory) or {"seed": run.seed}
-        status.update(state="failed", error=f"the engine lost this run twice (its worker "
-                      f"died: killed, or out of memory?): {type(error).__name__}: {error}")  # fmt: skip
-        write_json(run.directory / "status.json", status)
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        status.update(state="failed", error=f"the engine {reason}: {type(error).__name__}: "
+                      f"{first_line}", engine_error=str(error))  # fmt: skip
+        write_json(run.directory / STATUS_FILE, status)
         display.ended(run.name, False)
 
 
@@ -175,13 +180,92 @@ def _extra(module: str, extra: str) -> Any:
                           f"'rl-mind[{extra}]'") from None  # fmt: skip
 
 
+Call = Callable[[Run], tuple[Any, ...]]  # a run -> the arguments of its submit
+
+
+@contextlib.contextmanager
+def _local_pool(function: Callable[..., Any], size: int, call: Call) -> Iterator[StudyExecutor]:
+    """``size`` worker processes of the standard library's ``ProcessPoolExecutor``."""
+    context = multiprocessing.get_context()
+    if context.get_start_method() != "fork":
+        _check_picklable(function)
+
+    def new_pool() -> concurrent.futures.ProcessPoolExecutor:
+        return concurrent.futures.ProcessPoolExecutor(
+            size, mp_context=context, initializer=torch.set_num_threads, initargs=(1,)
+        )
+
+    pools = [new_pool()]
+
+    def restart() -> None:  # (a pool whose worker died is broken for good)
+        pools[-1].shutdown(wait=True)
+        pools.append(new_pool())
+
+    def cancel(active: list[tuple[Any, Run]]) -> None:
+        # (a notebook's interrupt reaches this process only: stop the workers' runs too)
+        for handle, run in active:
+            handle.cancel()
+            pid = (read_status(run.directory) or {}).get("pid")
+            if isinstance(pid, int) and pid != os.getpid():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGTERM)
+
+    try:
+        yield StudyExecutor(
+            lambda run: pools[-1].submit(*call(run)), restart=restart, cancel=cancel
+        )
+    finally:
+        pools[-1].shutdown(wait=False, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _dask(engine: Any, size: int, call: Call) -> Iterator[StudyExecutor]:
+    """A ``distributed.Client`` given, or a ``LocalCluster`` of ``size`` worker processes
+    (one thread each) started here and closed at the end."""
+    distributed = _extra("distributed", "dask")
+    client, cluster = engine, None
+    if engine == "dask":
+        cluster = distributed.LocalCluster(n_workers=size, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)  # fmt: skip
+        client = distributed.Client(cluster)
+
+    def cancel(active: list[tuple[Any, Run]]) -> None:
+        client.cancel([future for future, _run in active])
+
+    try:  # (pure=False: a run submitted again is a new task, not the lost one's result)
+        yield StudyExecutor(lambda run: client.submit(*call(run), pure=False), cancel=cancel,
+                            poll=0.5)  # fmt: skip
+    finally:
+        if cluster is not None:
+            client.close()
+            cluster.close()
+
+
+@contextlib.contextmanager
+def _submitit(engine: Any, directory: Path, call: Call) -> Iterator[StudyExecutor]:
+    """A submitit executor given, or an ``AutoExecutor`` (SLURM where there is one, local
+    processes elsewhere) logging into the study's ``submitit/`` folder: one job per run."""
+    submitit = _extra("submitit", "slurm")
+    executor = engine
+    if engine == "slurm":
+        executor = submitit.AutoExecutor(folder=directory / "submitit")
+        executor.update_parameters(cpus_per_task=1, timeout_min=24 * 60)
+
+    def cancel(active: list[tuple[Any, Run]]) -> None:
+        for job, _run in active:
+            job.cancel(check=False)
+
+    yield StudyExecutor(lambda run: executor.submit(*call(run)), cancel=cancel, poll=1.0)
+
+
 @contextlib.contextmanager
 def open_engine(
     engine: Any, workers: Any, function: Callable[..., Any], runs: int, directory: Path
 ) -> Iterator[StudyExecutor]:
     """A :class:`StudyExecutor` on ``engine`` (see :meth:`Study.run
-    <rl_mind.study.Study.run>`) for ``runs`` runs of the study in ``directory``; everything is checked before anything
-    starts, and what this function started is stopped on exit."""
+    <rl_mind.study.Study.run>`) for ``runs`` runs of the study in ``directory``. Everything
+    is checked before anything starts, and what this function started is stopped on exit.
+    One run, or ``workers=1``, runs in this process."""
     count = _check_workers(workers)
     if isinstance(engine, str) and engine not in ENGINES:
         raise ValueError(f"Study.run: engine must be one of {ENGINES} or an executor "
@@ -193,70 +277,23 @@ def open_engine(
     def call(run: Run) -> tuple[Any, ...]:
         return (execute_run, function, dict(run.config), run.seed, str(run.directory))
 
-    if engine == "local" and (count == 1 or runs <= 1):
+    module = "" if isinstance(engine, str) else type(engine).__module__
+    size = max(1, min(count, runs))
+    if runs == 0 or (engine == "local" and size == 1):
         yield StudyExecutor(lambda run: _Finished(execute_run(*call(run)[1:])))
     elif engine == "local":
-        context = multiprocessing.get_context()
-        if context.get_start_method() != "fork":
-            _check_picklable(function)
-        size = min(count, runs)
-
-        def new_pool() -> concurrent.futures.ProcessPoolExecutor:
-            return concurrent.futures.ProcessPoolExecutor(
-                size, mp_context=context, initializer=torch.set_num_threads, initargs=(1,)
-            )
-
-        pools = [new_pool()]
-
-        def restart() -> None:
-            pools[-1].shutdown(wait=True)
-            pools.append(new_pool())
-
-        def cancel(active: list[tuple[Any, Run]]) -> None:
-            # (a notebook's interrupt reaches this process only: stop the workers' runs too)
-            for handle, run in active:
-                handle.cancel()
-                pid = (read_status(run.directory) or {}).get("pid")
-                if isinstance(pid, int) and pid != os.getpid():
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGTERM)
-
-        submit = lambda run: pools[-1].submit(*call(run))  # noqa: E731
-        try:
-            yield StudyExecutor(submit, restart=restart, cancel=cancel)
-        finally:
-            pools[-1].shutdown(wait=False, cancel_futures=True)
-    elif engine == "dask" or type(engine).__module__.startswith("distributed"):
-        distributed = _extra("distributed", "dask")
-        client = engine
-        cluster = None
-        if engine == "dask":
-            cluster = distributed.LocalCluster(n_workers=min(count, max(runs, 1)), threads_per_worker=1,
-                                               processes=True, dashboard_address=None)  # fmt: skip
-            client = distributed.Client(cluster)
-        try:
-            yield StudyExecutor(lambda run: client.submit(*call(run), pure=False),
-                                cancel=lambda active: client.cancel([h for h, _ in active]), poll=0.5)  # fmt: skip
-        finally:
-            if cluster is not None:
-                client.close()
-                cluster.close()
-    elif engine == "slurm" or type(engine).__module__.startswith("submitit"):
-        submitit = _extra("submitit", "slurm")
-        executor = engine
-        if engine == "slurm":
-            executor = submitit.AutoExecutor(folder=directory / "submitit")
-            executor.update_parameters(cpus_per_task=1, timeout_min=24 * 60)
-
-        def cancel_jobs(active: list[tuple[Any, Run]]) -> None:
-            for job, _run in active:
-                job.cancel(check=False)
-
-        yield StudyExecutor(lambda run: executor.submit(*call(run)), cancel=cancel_jobs, poll=1.0)
+        with _local_pool(function, size, call) as executor:
+            yield executor
+    elif engine == "dask" or module.startswith("distributed"):
+        with _dask(engine, size, call) as executor:
+            yield executor
+    elif engine == "slurm" or module.startswith("submitit"):
+        with _submitit(engine, directory, call) as executor:
+            yield executor
     else:  # any concurrent.futures.Executor
 
-        def cancel_futures(active: list[tuple[Any, Run]]) -> None:
+        def cancel(active: list[tuple[Any, Run]]) -> None:
             for future, _run in active:
                 future.cancel()
 
-        yield StudyExecutor(lambda run: engine.submit(*call(run)), cancel=cancel_futures)
+        yield StudyExecutor(lambda run: engine.submit(*call(run)), cancel=cancel)

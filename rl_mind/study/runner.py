@@ -34,52 +34,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import itertools
 import json
 import os
 import re
-import shutil
-import socket
-import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
-from rl_mind.study.runs import (
-    STUDY_FILE,
-    _read_json,
-    read_status,
-    write_json,
-)
+from rl_mind.study.engines import open_engine
+from rl_mind.study.progress import StudyProgress
+from rl_mind.study.runs import STUDY_FILE, Run, _read_json, read_status, write_json
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Run", "Study", "StudySummary", "execute_run"]
+__all__ = ["Study", "StudySummary"]
 
 RESERVED = ("seed", "run_dir")  # the keyword arguments the study passes itself
-
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-    """One run of a study: a variant of the grid (``config``, by name) and a ``seed``, in
-    its own ``directory`` (``name`` is the folder's name, e.g. ``algo=td3,seed=0``)."""
-
-    name: str
-    config: Mapping[str, Any]
-    seed: int
-    directory: Path
-
-    @property
-    def state(self) -> str:
-        """``"missing"`` (never started), ``"running"``, ``"done"`` or ``"failed"``, as its
-        ``status.json`` says (a ``"running"`` run whose process is gone stays so until the
-        study runs it again)."""
-        status = read_status(self.directory)
-        return "missing" if status is None else str(status.get("state", "missing"))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -120,48 +92,6 @@ class StudySummary:
             lines.append("  (each failed run's traceback is in its status.json; running the "
                          "study again runs the failed runs again)")  # fmt: skip
         return "\n".join(lines)
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def execute_run(
-    function: Callable[..., Any], config: Mapping[str, Any], seed: int, run_dir: str
-) -> dict[str, Any]:
-    """Run ``function(**config, seed=seed, run_dir=run_dir)`` in ``run_dir`` with one torch
-    thread, writing its ``config.json`` and ``status.json``; return the final status.
-
-    This is what every engine runs (a local process, a Dask worker, a SLURM job). A run
-    whose status already says ``"done"`` is not run again. Any other folder (a failed run,
-    or one whose worker was killed) is emptied first, so the run starts from scratch. An
-    exception of ``function`` is caught: the status says ``"failed"``, with the traceback.
-    """
-    directory = Path(run_dir)
-    previous = read_status(directory)
-    if previous is not None and previous.get("state") == "done":
-        return previous
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    write_json(directory / "config.json", dict(config))
-    status: dict[str, Any] = {"state": "running", "seed": seed, "started": _now(),
-                              "host": socket.gethostname(), "pid": os.getpid()}  # fmt: skip
-    write_json(directory / "status.json", status)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # (one run per core: more threads would fight over the cores)
-    start = time.perf_counter()
-    try:
-        function(**config, seed=seed, run_dir=directory)
-    except Exception:
-        status.update(state="failed", error=traceback.format_exc())
-    else:
-        status.update(state="done")
-    finally:
-        torch.set_num_threads(threads)
-    status.update(finished=_now(), seconds=round(time.perf_counter() - start, 3))
-    write_json(directory / "status.json", status)
-    return status
 
 
 # ---------------------------------------------------------------------- validation
@@ -294,7 +224,7 @@ class Study:
         self.function = function
         self.directory = Path(directory).expanduser().resolve()
         variants = [dict(zip(self.grid, values, strict=True))
-                    for values in _product(list(self.grid.values()))]  # fmt: skip
+                    for values in itertools.product(*self.grid.values())]  # fmt: skip
         self.runs: tuple[Run, ...] = tuple(
             Run(name, variant, seed, self.directory / name)
             for variant in variants
@@ -326,7 +256,7 @@ class Study:
             raise ValueError(f"Study: directory {directory} is a file; expected a folder")
         existing = _read_json(directory / STUDY_FILE) if directory.is_dir() else None
         if existing is None:
-            if directory.is_dir() and any(directory.iterdir()):
+            if directory.is_dir() and any(p.name != ".lock" for p in directory.iterdir()):
                 raise ValueError(f"Study: {directory} is not empty and holds no {STUDY_FILE}: "
                                  f"it is not a study's directory; choose a new or empty "
                                  f"folder")  # fmt: skip
@@ -395,9 +325,7 @@ class Study:
         (killed, out of memory) is run again from scratch once; a second death marks it
         failed. Interrupting the study leaves the runs under way to run again next time.
         """
-        from rl_mind.study.engines import open_engine
-        from rl_mind.study.progress import StudyProgress
-
+        self._check_directory()  # (again: another study may have taken it since)
         todo = [run for run in self.runs if run.state != "done"]
         with open_engine(engine, workers, self.function, len(todo), self.directory) as executor:
             # (all checks are done: from here on, the study writes)
@@ -415,15 +343,6 @@ class Study:
         if progress:
             print(summary)
         return summary
-
-
-def _product(values: list[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
-    if not values:
-        yield ()
-        return
-    for first in values[0]:
-        for rest in _product(values[1:]):
-            yield (first, *rest)
 
 
 @contextlib.contextmanager

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rl_mind.records import CSV_COLUMNS, EVALUATIONS_FILE, read_evaluations
-from rl_mind.study.runs import STUDY_FILE, read_json, read_config, read_status
+from rl_mind.study.runs import STUDY_FILE, read_config, read_json, read_status
 
 if TYPE_CHECKING:
     import pandas as pd

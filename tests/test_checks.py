@@ -1286,10 +1286,32 @@ def test_a_teacher_declares_a_check_in_the_source_and_the_student_notebook_runs_
     assert _run_the_student_notebook(sys.executable, path, str(package.parent)) == package
 
 
+def _venv_seeing_this_interpreter(folder: Path) -> Path:
+    """A fresh virtual environment at ``folder`` whose Python also sees every package of the
+    interpreter running the tests; returns that Python.
+
+    ``system_site_packages=True`` alone gives the *base* interpreter's packages: when pytest
+    runs in a virtual environment (the README's set-up), its packages (nbformat, torch...)
+    are not the base's. A ``.pth`` file puts this interpreter's site folders after the new
+    environment's own, so that what is installed there wins."""
+    import site
+    import subprocess
+    import venv
+
+    venv.create(folder, system_site_packages=True, with_pip=True)
+    python = folder / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout.strip()  # fmt: skip
+    ours = [*site.getsitepackages(), site.getusersitepackages()]
+    Path(own, "_outer_interpreter.pth").write_text("\n".join(ours) + "\n")
+    return python
+
+
 @pytest.mark.slow
 def test_a_teacher_declared_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     import subprocess
-    import venv
 
     pytest.importorskip("setuptools")  # (the build backend, for a build without a network)
     root = Path(__file__).parent.parent
@@ -1301,8 +1323,7 @@ def test_a_teacher_declared_check_runs_from_an_installed_wheel(tmp_path: Path) -
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("rl_mind-*.whl")
-    venv.create(tmp_path / "venv", system_site_packages=True, with_pip=True)
-    python = str(tmp_path / "venv" / "bin" / "python")
+    python = str(_venv_seeing_this_interpreter(tmp_path / "venv"))
     installed = subprocess.run(
         [python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed",
          str(wheel)],

@@ -528,6 +528,9 @@ def test_the_student_notebook_stops_at_its_first_gap(
     (error_output,) = [o for o in cells[failed[0]].outputs if o.output_type == "error"]
     assert error_output.ename == "NotImplementedError", error_output
     assert error_output.evalue == expected.group(1)
+    # the student reads one line that says what to do, not the check's frames
+    (shown,) = error_output.traceback
+    assert "✗ " in shown and "is not written yet" in shown and "YOUR CODE HERE" in shown, shown
     # it stops right after the gap, in the check cell, and not earlier
     assert failed[0] == first_gap + 1
     assert cells[failed[0]].source.startswith("check_")

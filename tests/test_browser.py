@@ -162,11 +162,14 @@ class Lab:
         return driver
 
     def stop(self) -> None:
-        if self.driver is not None:
-            try:
-                self.driver.quit()
-            finally:
-                self.driver = None
+        driver, self.driver = self.driver, None
+        try:
+            if driver is not None:
+                driver.quit()  # the browser
+        finally:
+            self._stop_server()
+
+    def _stop_server(self) -> None:
         if self.server.poll() is None:
             os.killpg(self.server.pid, signal.SIGTERM)  # the server and its kernels
             try:
@@ -279,21 +282,27 @@ class Lab:
         )
 
 
-@pytest.fixture
-def lab(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Lab]:
-    running = Lab(tmp_path)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """One JupyterLab and one browser for the tests of this module, ended after them
+    whatever happens."""
+    running = Lab(tmp_path_factory.mktemp("lab"))
     try:
         yield running
     finally:
-        try:  # what the page showed last (on a failure: where it stopped)
-            running.screenshot(f"{request.node.name}-last")
-        finally:
-            running.stop()
+        running.stop()
+
+
+@pytest.fixture
+def lab(server: Lab, request: pytest.FixtureRequest) -> Iterator[Lab]:
+    yield server
+    # what the page showed last (on a failure: where it stopped)
+    server.screenshot(f"{request.node.name}-last")
 
 
 def test_a_solution_notebook_runs_plays_and_keeps_its_bar_once_saved(lab: Lab) -> None:
-    shutil.copy(ROOT / "notebooks" / "solutions" / "dqn.ipynb", lab.root / "dqn.ipynb")
-    lab.open("dqn.ipynb")
+    shutil.copy(ROOT / "notebooks" / "solutions" / "dqn.ipynb", lab.root / "dqn_solution.ipynb")
+    lab.open("dqn_solution.ipynb")
     started = time.monotonic()
     lab.run_all(timeout=300)
     ran_in = time.monotonic() - started
@@ -349,7 +358,7 @@ def test_a_solution_notebook_runs_plays_and_keeps_its_bar_once_saved(lab: Lab) -
     lab.command("docmanager:save")
     for session in lab.api("GET", "/api/sessions"):
         lab.api("DELETE", f"/api/sessions/{session['id']}")
-    lab.open("dqn.ipynb")
+    lab.open("dqn_solution.ipynb")
     reopened = lab.outputs()
     assert [c["text"] for c in reopened] == [c["text"] for c in cells]  # as saved
     assert not any(c["widgets"] for c in reopened), "a widget that a reopened notebook lacks"

@@ -22,7 +22,7 @@ from rl_mind.nn import build_mlp, soft_update
 # --- evaluation and notebook helpers
 # isort: split
 from rl_mind.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
-from rl_mind.evaluation import EvalResult, Evaluator
+from rl_mind.evaluation import Evaluator
 from rl_mind.notebook import (
     Profile,
     ProgressBar,
@@ -33,6 +33,7 @@ from rl_mind.notebook import (
     setup_tensorboard,
     video_display,
 )
+from rl_mind.records import EvalResult, read_evaluations
 from rl_mind.rendering import FrameViewer
 from rl_mind.videos import actor_policy, record_video, write_video
 
@@ -143,6 +144,7 @@ __all__ = [
     "load_checkpoint",
     "outputs_directory",
     "progress_bar",
+    "read_evaluations",
     "record_video",
     "run_directory",
     "save_checkpoint",

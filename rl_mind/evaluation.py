@@ -12,13 +12,14 @@ What the reader must not get wrong:
 - Only the **first episode** of each copy counts: copies that finish early keep stepping,
   their rewards masked, until all have finished or ``max_steps`` cuts the others short.
 - The actor runs in ``eval()`` mode under ``torch.no_grad()``; its modes are restored after.
-- ``best_actor.pt`` is saved before an evaluation is recorded: one whose save fails is not.
+- ``best_actor.pt`` (and the ``evaluations.csv`` row) is written before an evaluation is
+  recorded: one whose files fail is not.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,7 @@ from rl_mind.checkpoints import CheckpointError, load_checkpoint, save_checkpoin
 from rl_mind.core import ActionT, Actor, _as_int
 from rl_mind.env import VecEnv
 from rl_mind.notebook import outputs_directory, video_display
+from rl_mind.records import EVALUATIONS_FILE, EvalResult, append_evaluation
 from rl_mind.videos import (  # noqa: F401  (actor_policy, write_video: importable from here)
     Wrapper,
     _actor_device,
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from torch.utils.tensorboard import SummaryWriter
 
-__all__ = ["EvalResult", "Evaluator"]
+__all__ = ["Evaluator"]  # (EvalResult, defined in rl_mind.records, stays importable from here)
 
 
 def _check_steps_and_actor(steps: Any, actor: Any, method: str) -> None:
@@ -64,40 +66,6 @@ def _check_steps_and_actor(steps: Any, actor: Any, method: str) -> None:
                          f"got {steps!r}")  # fmt: skip
     if not callable(actor):
         raise TypeError(f"{call}: expected an Actor to evaluate, got {type(actor).__name__}")
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalResult:
-    """One evaluation: the training ``step`` it ran at, ``rewards`` ``[B]`` (the return of the
-    episode of each copy), whether it ``is_best`` so far, and the episodes' ``lengths`` ``[B]``."""
-
-    step: int
-    rewards: Tensor
-    is_best: bool
-    lengths: Tensor | None = None
-
-    @property
-    def mean(self) -> float:
-        """Mean return over the copies."""
-        return float(self.rewards.float().mean())
-
-    @property
-    def std(self) -> float:
-        """Standard deviation of the returns over the copies (population: 0 for one copy)."""
-        return float(self.rewards.float().std(correction=0))
-
-    @property
-    def min(self) -> float:
-        return float(self.rewards.min())
-
-    @property
-    def max(self) -> float:
-        return float(self.rewards.max())
-
-    def __repr__(self) -> str:
-        best = ", best" if self.is_best else ""
-        statistics = f"mean={self.mean:.2f}, std={self.std:.2f}, episodes={len(self.rewards)}"
-        return f"EvalResult(step={self.step}, {statistics}{best})"
 
 
 BEST_ACTOR_FILE = "best_actor.pt"
@@ -124,19 +92,25 @@ class Evaluator(Generic[ActionT]):
             from which a ``VecEnv`` of ``num_episodes`` copies is built, or a ``VecEnv`` in
             next-step reset mode (same-step reset is refused: evaluation plays whole
             episodes and never needs it).
-        every: evaluate when at least ``every`` more training steps have passed
-            (:meth:`run_if_needed`).
-        run_dir: a folder (created if needed) for the TensorBoard event file (unless
-            ``writer`` is given) and the best actor's checkpoint ``best_actor.pt``.
-        writer: a ``torch.utils.tensorboard.SummaryWriter`` to log into instead.
+        every: evaluate once ``every`` more training steps have passed (:meth:`run_if_needed`).
+        run_dir: a folder (created if needed) for the best actor's checkpoint
+            ``best_actor.pt`` and :meth:`visualize_best`'s videos; with ``logs=True``, also
+            for the logs.
+        writer: a ``torch.utils.tensorboard.SummaryWriter`` that gets the scalars
+            ``eval/mean_return``, ``eval/std_return``, ``eval/min_return``,
+            ``eval/max_return``, ``eval/mean_length`` and the ``extras`` (against the step).
+        logs: write the logs into ``run_dir`` (required then): TensorBoard event files
+            (unless ``writer`` is given) and ``evaluations.csv``, a row per evaluation
+            (``step, mean_return, std_return, min_return, max_return, mean_length``, then the
+            ``extras`` by name). Off by default, as in rl-mind 0.4: no log files without a
+            writer.
         num_episodes: the number of copies ``B`` (one episode each) when ``env`` is an id.
-        seed: copy ``i`` is reset with ``seed + i`` at every evaluation.
+        seed: copy ``i`` is reset with ``seed + i`` at every evaluation. ``None``: as
+            rl-mind 0.4, reset without a seed (a ``VecEnv`` its own seed at its first reset,
+            then its generators go on), so each evaluation starts from other states.
         max_steps: cap on the steps of one evaluation; unfinished episodes are cut there.
         wrappers: for ``VecEnv`` (and :meth:`visualize_best`'s video) when ``env`` is an id.
         **env_kwargs: passed on as ``wrappers`` are.
-
-    Logged scalars (against the training step): ``eval/mean_return``,
-    ``eval/std_return``, ``eval/min_return``, ``eval/max_return``, ``eval/mean_length``.
     """
 
     def __init__(
@@ -147,20 +121,25 @@ class Evaluator(Generic[ActionT]):
         writer: SummaryWriter | None = None,
         *,
         num_episodes: int = 8,
-        seed: int = 0,
+        seed: int | None = 0,
         max_steps: int = 10_000,
         wrappers: Sequence[Wrapper] = (),
+        logs: bool = False,
         **env_kwargs: Any,
     ) -> None:
-        every_count, steps_cap, seed_value = _as_int(every), _as_int(max_steps), _as_int(seed)
+        if logs not in (True, False) or (logs and run_dir is None):
+            raise ValueError(f"Evaluator: logs must be True (with a run_dir to write the logs "
+                             f"into) or False, got logs={logs!r}, run_dir={run_dir!r}")  # fmt: skip
+        every_count, steps_cap = _as_int(every), _as_int(max_steps)
+        seed_value = None if seed is None else _as_int(seed)
         if every_count is None or every_count <= 0:
             raise ValueError(f"Evaluator: every must be a positive number of steps, got {every!r}")
         if steps_cap is None or steps_cap <= 0:
             raise ValueError(f"Evaluator: max_steps must be a positive int, got {max_steps!r}")
-        if seed_value is None or seed_value < 0:  # (else only the first evaluation refuses it)
+        if seed is not None and (seed_value is None or seed_value < 0):  # (not at a reset)
             raise ValueError(f"Evaluator: seed must be an int >= 0 (copy i is reset with seed + i "
-                             f"at every evaluation), got {seed!r}")  # fmt: skip
-        # (a writer that is not one would fail at the first evaluation, after best_actor.pt)
+                             f"at every evaluation) or None (0.4's unseeded resets), got "
+                             f"{seed!r}")  # fmt: skip
         if writer is not None and not callable(getattr(writer, "add_scalar", None)):
             raise TypeError(f"Evaluator: writer must be a torch.utils.tensorboard.SummaryWriter, "
                             f"got {type(writer).__name__} (for a log folder, pass "
@@ -192,23 +171,35 @@ class Evaluator(Generic[ActionT]):
                 if self._owns_env:
                     self.env.close()
                 raise
+        self.logs = logs
         self.history: list[EvalResult] = []
-        self.best_reward: float | None = None
+        self.best_reward: float = -math.inf  # (as in rl-mind 0.4: formats before any evaluation)
         self.best_actor: Actor[ActionT] | None = None
         self.best_step: int | None = None
         self._writer = writer
         self._owns_writer = False
-        self._next_due = 0
+        self._last_step = 0
 
     @property
     def writer(self) -> SummaryWriter | None:
-        """The TensorBoard writer (created in ``run_dir`` at the first evaluation)."""
-        if self._writer is None and self.run_dir is not None:
+        """The writer given, else (``logs=True``) one made in ``run_dir`` at the first
+        evaluation, else None."""
+        if self._writer is None and self.logs and self.run_dir is not None:
             from torch.utils.tensorboard import SummaryWriter
 
             self._writer = SummaryWriter(log_dir=str(self.run_dir))
             self._owns_writer = True
         return self._writer
+
+    @writer.setter
+    def writer(self, writer: SummaryWriter | None) -> None:  # (0.4's writer was an attribute)
+        if writer is not None and not callable(getattr(writer, "add_scalar", None)):
+            raise TypeError(
+                f"Evaluator.writer must be a SummaryWriter, got {type(writer).__name__}"
+            )
+        if self._owns_writer and self._writer is not None and writer is not self._writer:
+            self._writer.close()
+        self._writer, self._owns_writer = writer, False
 
     @property
     def best_checkpoint_path(self) -> Path | None:
@@ -218,11 +209,11 @@ class Evaluator(Generic[ActionT]):
     def run_if_needed(self, steps: int, actor: Actor[ActionT]) -> EvalResult | None:
         """Evaluate ``actor`` if ``every`` training steps have passed since the last time.
 
-        ``steps``: the training steps so far. The first call always evaluates (the start of
-        the learning curve), later ones at ``steps`` at or beyond the next multiple of
-        ``every``. Returns the :class:`EvalResult` when it ran, else ``None``."""
+        ``steps``: the training steps so far. As in rl-mind 0.4, the first evaluation runs once
+        ``steps >= every``, the next once ``steps`` is ``every`` past the last one's. Returns
+        the :class:`EvalResult` when it ran, else ``None``."""
         _check_steps_and_actor(steps, actor, "run_if_needed")
-        if steps < self._next_due:
+        if steps - self._last_step < self.every:
             return None
         return self.run(steps, actor)
 
@@ -246,7 +237,7 @@ class Evaluator(Generic[ActionT]):
         _check_steps_and_actor(steps, actor, "run")
         rewards, lengths = self._play(actor)
         mean = float(rewards.mean())
-        is_best = self.best_reward is None or mean > self.best_reward
+        is_best = mean > self.best_reward
         result = EvalResult(int(steps), rewards, is_best, lengths)
         writer = self.writer  # (made at the first run: a folder it cannot write fails here)
         best = None
@@ -256,9 +247,11 @@ class Evaluator(Generic[ActionT]):
                 parameter.grad = None
             if self.run_dir is not None:
                 _save_best_actor(best, result, self.run_dir / BEST_ACTOR_FILE)
+        if self.logs and self.run_dir is not None:
+            append_evaluation(result, self.run_dir / EVALUATIONS_FILE)
         # (the files are written: only now is the evaluation recorded)
         self.history.append(result)
-        self._next_due = (int(steps) // self.every + 1) * self.every
+        self._last_step = int(steps)
         if best is not None:
             self.best_reward, self.best_step, self.best_actor = mean, int(steps), best
         if writer is not None:
@@ -292,9 +285,11 @@ class Evaluator(Generic[ActionT]):
                    "eval/min_return": result.min, "eval/max_return": result.max}  # fmt: skip
         if result.lengths is not None:
             scalars["eval/mean_length"] = float(result.lengths.float().mean())
+        scalars.update({f"eval/{name}": value for name, value in result.extras.items()})
         for tag, value in scalars.items():
             writer.add_scalar(tag, value, global_step=result.step)
-        writer.flush()
+        if callable(getattr(writer, "flush", None)):  # (0.4 needed add_scalar only)
+            writer.flush()
 
     def plot(self, ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Axes:
         """The learning curve: mean evaluation return ± std against training steps, the
@@ -310,7 +305,7 @@ class Evaluator(Generic[ActionT]):
         means, stds = np.array([(result.mean, result.std) for result in self.history]).T
         ax.plot(steps, means, marker="o", markersize=3, label="mean return")
         ax.fill_between(steps, means - stds, means + stds, alpha=0.25, label="± std")
-        if self.best_step is not None and self.best_reward is not None:
+        if self.best_step is not None:
             best = f"best ({self.best_reward:.1f})"
             ax.plot([self.best_step], [self.best_reward], marker="*", markersize=14,
                     linestyle="none", color="tab:red", label=best)  # fmt: skip
@@ -354,7 +349,7 @@ class Evaluator(Generic[ActionT]):
         kwargs = self.env.env_kwargs  # (the environment as the evaluation's, filmed)
         kwargs.pop("render_mode", None)
         path = record_video(self.best_actor, self.env.env_name, directory,
-                            seed=self.seed if seed is None else seed, max_steps=max_steps,
+                            seed=(self.seed or 0) if seed is None else seed, max_steps=max_steps,
                             fps=fps, wrappers=self.env.wrappers,
                             name=f"best-{self.env.env_name}", **kwargs)  # fmt: skip
         video_display(path)
@@ -376,6 +371,6 @@ class Evaluator(Generic[ActionT]):
         self.close()
 
     def __repr__(self) -> str:
-        best = f"{self.best_reward:.2f}" if self.best_reward is not None else "none"
+        best = f"{self.best_reward:.2f}" if self.best_step is not None else "none"
         counts = f"episodes={self.env.num_envs}, evaluations={len(self.history)}, best={best}"
         return f"Evaluator({self.env.env_name!r}, every={self.every}, {counts})"

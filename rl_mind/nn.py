@@ -3,7 +3,8 @@
 What the reader must not get wrong: ``build_mlp`` creates a *fresh* activation module per
 layer (one shared instance would be one module registered many times, which breaks hooks
 and per-layer inspection), and ``soft_update`` also copies the buffers (e.g. batch-norm
-running statistics), which have no gradient and would otherwise never reach the target.
+running statistics), which have no gradient and would otherwise never reach the target
+(rl-mind 0.4 left them; its arithmetic on the parameters is kept to the last bit).
 """
 
 from __future__ import annotations
@@ -69,24 +70,27 @@ def build_mlp(
 @torch.no_grad()
 def soft_update(source: nn.Module, target: nn.Module, tau: float) -> None:
     """Polyak averaging: ``target ← tau · source + (1 − tau) · target`` for every parameter;
-    buffers (running statistics) are copied. ``tau = 1`` is a hard copy."""
+    buffers (running statistics) are copied. ``tau = 1`` is a hard copy.
+
+    The parameters are paired in order, as rl-mind 0.4 did (their names may differ), and
+    computed as 0.4 did, ``target.mul_(1 - tau).add_(source, alpha=tau)``: a seeded run
+    gets 0.4's numbers to the last bit. A different number of parameters, or a pair of
+    different shapes, is refused before anything changes."""
     if not 0.0 <= tau <= 1.0:
         raise ValueError(f"soft_update: tau must lie in [0, 1], got {tau}")
-    source_params = dict(source.named_parameters())
-    target_params = dict(target.named_parameters())
-    if source_params.keys() != target_params.keys():
-        missing = sorted(source_params.keys() ^ target_params.keys())
-        raise ValueError(
-            f"soft_update: source and target must have the same parameters; they differ in {missing}"
-        )
-    for name, param in target_params.items():
-        src = source_params[name]
+    source_params = list(source.named_parameters())
+    target_params = list(target.named_parameters())
+    if len(source_params) != len(target_params):
+        raise ValueError(f"soft_update: source and target must have the same parameters; the "
+                         f"source has {len(source_params)}, the target {len(target_params)} "
+                         f"(make the target with copy.deepcopy(source))")  # fmt: skip
+    for (name, src), (target_name, param) in zip(source_params, target_params):
         if src.shape != param.shape:
-            raise ValueError(
-                f"soft_update: parameter {name!r} has shape {list(src.shape)} in the source "
-                f"and {list(param.shape)} in the target"
-            )
-        param.lerp_(src, tau)
+            raise ValueError(f"soft_update: parameter {name!r} has shape {list(src.shape)} in "
+                             f"the source and {target_name!r} {list(param.shape)} in the "
+                             f"target")  # fmt: skip
+    for (_, src), (_, param) in zip(source_params, target_params):
+        param.mul_(1.0 - tau).add_(src, alpha=tau)  # (0.4's arithmetic: lerp_ rounds otherwise)
     source_buffers = dict(source.named_buffers())
     for name, buffer in target.named_buffers():
         if name in source_buffers:

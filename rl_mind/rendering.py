@@ -153,7 +153,8 @@ class FrameViewer:
         max_frames: the most frames kept (memory bound).
         trim: what to drop when full: ``"thin"`` (every other frame of the older half) or
             ``"oldest"`` (a sliding window).
-        width: display width in pixels (default: the frame's own width).
+        width: display width in pixels (default: the frame's own width); rl-mind 0.4's
+            ``"400px"`` is read as 400.
 
     Use::
 
@@ -169,7 +170,7 @@ class FrameViewer:
         max_frames: int = 500,
         *,
         trim: Literal["thin", "oldest"] = "thin",
-        width: int | None = None,
+        width: int | str | None = None,
     ) -> None:
         frames_cap = _as_int(max_frames)
         if frames_cap is None or frames_cap < 2:
@@ -179,14 +180,16 @@ class FrameViewer:
             raise ValueError(f"FrameViewer: trim must be 'thin' or 'oldest', got {trim!r}")
         self.max_frames = max_frames
         self.trim = trim
-        self.width = width
+        self.width = _pixels(width)  # (0.4's CSS width "400px" too)
         self._frames: deque[tuple[int, bytes]] = deque()  # (frame number, PNG bytes)
         self._count = 0
         self._widget: Any = None
         self._image: Any = None
         self._slider: Any = None
         self._label: Any = None
+        self._play: Any = None
         self._shown = False
+        self._trimmer: Trimmer | None = None  # (rl-mind 0.4: the one RenderWidget was given)
 
     # ------------------------------------------------------------------ frames
     def __len__(self) -> int:
@@ -265,13 +268,13 @@ class FrameViewer:
         self._slider = widgets.IntSlider(
             value=0, min=0, max=0, description="frame", continuous_update=True
         )
-        play = widgets.Play(value=0, min=0, max=0, interval=50, description="play")
-        widgets.jslink((play, "value"), (self._slider, "value"))
+        self._play = widgets.Play(value=0, min=0, max=0, interval=50, description="play")
+        widgets.jslink((self._play, "value"), (self._slider, "value"))
         # Kept in step from Python, so that it also holds without a front-end.
-        widgets.dlink((self._slider, "max"), (play, "max"))
+        widgets.dlink((self._slider, "max"), (self._play, "max"))
         self._label = widgets.Label(value="no frame yet")
         self._slider.observe(self._on_slider, names="value")
-        return widgets.VBox([self._image, widgets.HBox([play, self._slider, self._label])])
+        return widgets.VBox([self._image, widgets.HBox([self._play, self._slider, self._label])])
 
     def _on_slider(self, _change: Any) -> None:
         self._show_position(int(self._slider.value))
@@ -310,6 +313,48 @@ class FrameViewer:
         display(self.widget)
 
     # ------------------------------------------------------------------ rl-mind 0.4
+    # 0.4's public attributes, read from today's state (frames are PNG, 0.4's were WebP).
+    @property
+    def history(self) -> list[HistoryEntry]:
+        """rl-mind 0.4: the kept ``(step, encoded frame)`` entries, oldest first (a copy;
+        :meth:`frame` decodes one)."""
+        return list(self._frames)
+
+    @property
+    def step_count(self) -> int:
+        """rl-mind 0.4: the frames added since the last ``reset`` (:attr:`total_frames`)."""
+        return self._count
+
+    @property
+    def trimmer(self) -> Trimmer | None:
+        """rl-mind 0.4: the trimmer given to ``RenderWidget``; today :attr:`max_frames` and
+        :attr:`trim` bound the history."""
+        return self._trimmer
+
+    @property
+    def image(self) -> Any:
+        """rl-mind 0.4: the widget's ``ipywidgets.Image`` (the widget is built if needed)."""
+        return self._built()._image
+
+    @property
+    def label(self) -> Any:
+        """rl-mind 0.4: the widget's ``ipywidgets.Label`` (the frame number)."""
+        return self._built()._label
+
+    @property
+    def slider(self) -> Any:
+        """rl-mind 0.4: the widget's ``ipywidgets.IntSlider`` over the kept frames."""
+        return self._built()._slider
+
+    @property
+    def play(self) -> Any:
+        """rl-mind 0.4: the widget's ``ipywidgets.Play`` button, linked to :attr:`slider`."""
+        return self._built()._play
+
+    def _built(self) -> FrameViewer:
+        _ = self.widget  # (built on first use)
+        return self
+
     def update(self, frame: np.ndarray) -> None:
         """Deprecated (rl-mind 0.4): :meth:`add`, showing the widget on the first frame as
         0.4's viewer did."""
@@ -408,15 +453,18 @@ def _pixels(width: str | int | None) -> int | None:
 def _viewer_for(trimmer: Trimmer | None, width: str | int | None) -> FrameViewer:
     """The :class:`FrameViewer` that keeps what 0.4's ``trimmer`` kept."""
     if trimmer is None:
-        return FrameViewer(1000, width=_pixels(width))
-    if isinstance(trimmer, WindowTrimmer):
-        return FrameViewer(max(trimmer.size, 2), trim="oldest", width=_pixels(width))
-    if isinstance(trimmer, DecimateTrimmer):
-        return FrameViewer(trimmer.capacity, trim="thin", width=_pixels(width))
-    raise TypeError(
-        f"a {type(trimmer).__name__} trimmer: write FrameViewer(max_frames=..., "
-        f'trim="oldest" | "thin") and viewer.capture(env) after each step'
-    )
+        viewer = FrameViewer(1000, width=_pixels(width))
+    elif isinstance(trimmer, WindowTrimmer):
+        viewer = FrameViewer(max(trimmer.size, 2), trim="oldest", width=_pixels(width))
+    elif isinstance(trimmer, DecimateTrimmer):
+        viewer = FrameViewer(trimmer.capacity, trim="thin", width=_pixels(width))
+    else:
+        raise TypeError(
+            f"a {type(trimmer).__name__} trimmer: write FrameViewer(max_frames=..., "
+            f'trim="oldest" | "thin") and viewer.capture(env) after each step'
+        )
+    viewer._trimmer = trimmer
+    return viewer
 
 
 class RenderWidget:

@@ -197,7 +197,55 @@ def test_frame_viewer_update_and_reset_are_add_and_clear() -> None:
     assert len(viewer) == 0
 
 
+def test_frame_viewer_and_render_widget_keep_0_4s_public_attributes() -> None:
+    import ipywidgets
+
+    # 0.4's FrameViewer: trimmer, history, step_count, image, label, slider, play;
+    # its RenderWidget: env, k, viewer (and the environment's attributes)
+    with pytest.warns(DeprecationWarning):
+        window = rl_mind.WindowTrimmer(3)
+    env = gymnasium.make("CartPole-v1", render_mode="rgb_array")
+    with pytest.warns(DeprecationWarning):
+        widget = rl_mind.RenderWidget(env, width="300px", trimmer=window)
+    assert widget.env is env and widget.k == 0 and widget.observation_space.shape == (4,)
+    viewer = widget.viewer
+    assert isinstance(viewer, FrameViewer) and viewer.trimmer is window
+    widget.reset(seed=0)
+    for _ in range(4):
+        widget.step(0)
+    assert viewer.step_count == 5 and [step for step, _ in viewer.history] == [2, 3, 4]
+    step, data = viewer.history[-1]
+    assert isinstance(data, bytes) and np.array_equal(viewer.frame(-1), env.render())
+    viewer.history.clear()  # (a copy: the viewer keeps its frames)
+    assert len(viewer) == 3
+    assert isinstance(viewer.image, ipywidgets.Image) and viewer.image.value == data
+    assert isinstance(viewer.label, ipywidgets.Label) and "5" in viewer.label.value
+    assert isinstance(viewer.slider, ipywidgets.IntSlider) and viewer.slider.value == 2
+    assert isinstance(viewer.play, ipywidgets.Play) and viewer.play.max == viewer.slider.max
+    with pytest.warns(DeprecationWarning):
+        viewer.reset()
+    assert viewer.step_count == 0 and viewer.history == []
+    assert FrameViewer(width="400px").width == 400 and FrameViewer().trimmer is None
+
+
 # ---------------------------------------------------------------------- the migration page
+def test_the_migration_pages_line_steps_cartpole_one_environment_per_copy_as_0_4_did() -> None:
+    # CartPole is natively vectorized now (other start states for the same seed); any
+    # wrapper gives 0.4's one gymnasium environment per copy, and 0.4's observations
+    reference = gymnasium.make_vec("CartPole-v1", 3, vectorization_mode="sync")
+    expected = torch.as_tensor(reference.reset(seed=0)[0])
+    reference.close()
+    with VecEnv("CartPole-v1", 3, seed=0, wrappers=[gymnasium.Wrapper]) as env:
+        assert env.vectorization_mode == "sync" and torch.equal(env.reset(), expected)
+    with VecEnv("CartPole-v1", 3, seed=0) as native:
+        assert native.vectorization_mode == "vector_entry_point"
+        assert not torch.equal(native.reset(), expected)
+    from tests.readme_blocks import DOCS
+
+    page = (DOCS / "guide" / "migration.md").read_text(encoding="utf-8")
+    assert "wrappers=[gymnasium.Wrapper]" in page[page.index("## Same code, other numbers?") :]
+
+
 # rl-mind 0.4.0's public names, module by module (each module's __all__).
 NAMES_0_4 = {
     "rl_mind": [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 import subprocess
@@ -25,8 +26,10 @@ from rl_mind import (
     VecEnv,
     actor_policy,
     load_checkpoint,
+    read_evaluations,
     record_video,
 )
+from rl_mind.records import CSV_COLUMNS, EVALUATIONS_FILE, append_evaluation
 from tests.evaluation_toys import (
     DICT_ID,
     ENDLESS_ID,
@@ -61,7 +64,7 @@ def test_evaluator_rejects_bad_arguments(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("seed", [-1, "a", 1.5, None, True])
+@pytest.mark.parametrize("seed", [-1, "a", 1.5, True])
 def test_evaluator_refuses_a_bad_seed_when_it_is_built(tmp_path: Path, seed: Any) -> None:
     # (the VecEnv raised gymnasium.error.Error, and with a given VecEnv only the first run)
     message = re.escape("Evaluator: seed must be an int >= 0 (copy i is reset with seed + i")
@@ -91,7 +94,7 @@ def test_evaluator_run_says_when_its_arguments_are_swapped() -> None:
             with pytest.raises(TypeError, match=rf"{name}: expected an Actor.*got str"):
                 method(0, "actor")  # type: ignore[arg-type]
         assert evaluator.history == []
-        assert evaluator.run_if_needed(np.int64(0), BiasActor()) is not None
+        assert evaluator.run_if_needed(np.int64(10), BiasActor()) is not None
 
 
 def test_evaluator_names_the_expected_action_shape() -> None:
@@ -123,6 +126,26 @@ def test_every_evaluation_plays_the_same_episode_seeds() -> None:
     assert torch.equal(first.rewards, expected) and torch.equal(second.rewards, expected)
 
 
+class NoTorque(Actor[Action]):
+    def forward(self, obs: Tensor) -> Action:
+        return Action(torch.zeros(obs.shape[0], 1))
+
+
+def test_seed_none_evaluates_as_rl_mind_0_4_without_reseeding() -> None:
+    # 0.4 reset its VecEnv without a seed: the VecEnv's own seed at the first evaluation,
+    # then the environments' generators went on (other start states at each evaluation)
+    with (
+        VecEnv("Pendulum-v1", 2, seed=5) as env,
+        Evaluator(env, every=10, seed=None) as unseeded,
+        Evaluator("Pendulum-v1", every=10, num_episodes=2, seed=5) as seeded,
+    ):
+        assert unseeded.seed is None
+        first, second = (unseeded.run(steps, NoTorque()).rewards for steps in (10, 20))
+        fixed = [seeded.run(steps, NoTorque()).rewards for steps in (10, 20)]
+    assert torch.equal(first, fixed[0]) and torch.equal(fixed[1], fixed[0])
+    assert not torch.equal(second, first)
+
+
 def test_unfinished_episodes_are_cut_at_max_steps() -> None:
     with Evaluator(ENDLESS_ID, every=10, num_episodes=2, max_steps=25) as evaluator:
         result = evaluator.run(0, BiasActor(bias=-1.0))
@@ -138,12 +161,33 @@ def test_dict_observations_flow_through_the_evaluator() -> None:
 
 
 # ====================================================================== Evaluator: schedule, best
-def test_run_if_needed_evaluates_at_the_start_then_every_every_steps() -> None:
+def test_run_if_needed_evaluates_as_rl_mind_0_4_did_once_every_steps_past_the_last() -> None:
+    # (0.4's schedule: nothing before `every`, then `every` steps after the last evaluation;
+    # evaluating at the first call added a point to every curve and could film an untrained
+    # actor as "the best")
+    steps = (0, 1, 50, 99, 100, 150, 199, 200, 250, 299, 300, 420, 510, 520)
     with Evaluator(PAINT_ID, every=100, num_episodes=2) as evaluator:
         actor = BiasActor()
-        ran = [s for s in (0, 50, 99, 100, 150, 250, 299, 300) if evaluator.run_if_needed(s, actor)]
-    assert ran == [0, 100, 250, 300]
+        ran = [s for s in steps if evaluator.run_if_needed(s, actor)]
+    assert ran == [100, 200, 300, 420, 520]
     assert [result.step for result in evaluator.history] == ran
+
+
+def test_an_explicit_run_counts_as_the_last_evaluation_of_the_schedule() -> None:
+    with Evaluator(PAINT_ID, every=100, num_episodes=2) as evaluator:
+        actor = BiasActor()
+        evaluator.run(30, actor)
+        assert evaluator.run_if_needed(100, actor) is None
+        assert evaluator.run_if_needed(130, actor) is not None
+
+
+def test_best_reward_is_minus_infinity_before_any_evaluation_as_in_rl_mind_0_4() -> None:
+    with Evaluator(PAINT_ID, every=100, num_episodes=2) as evaluator:
+        assert evaluator.best_reward == -math.inf
+        assert f"{evaluator.best_reward:.1f}" == "-inf"  # (None made this a TypeError)
+        assert evaluator.run_if_needed(10, BiasActor()) is None
+        assert evaluator.best_reward == -math.inf and evaluator.best_actor is None
+        assert "best=none" in repr(evaluator)
 
 
 def test_the_best_actor_is_a_deep_copy_of_the_best_evaluated_actor() -> None:
@@ -201,7 +245,7 @@ def test_an_evaluation_whose_best_actor_cannot_be_saved_records_nothing_and_is_s
     run_dir = tmp_path / "run"
     actor = BiasActor(bias=-1.0)  # reward 1 per step
     with Evaluator(PAINT_ID, every=10, run_dir=run_dir, num_episodes=2) as evaluator:
-        evaluator.run_if_needed(0, actor)
+        evaluator.run(0, actor)
         path = evaluator.best_checkpoint_path
         assert path is not None
         saved, before = path.read_bytes(), evaluator_record(evaluator)
@@ -319,9 +363,9 @@ def test_evaluation_scalars_are_written_to_tensorboard_at_the_training_steps(
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_dir = tmp_path / "run"
-    with Evaluator(PAINT_ID, every=100, run_dir=run_dir, num_episodes=3) as evaluator:
+    with Evaluator(PAINT_ID, every=100, run_dir=run_dir, num_episodes=3, logs=True) as evaluator:
         actor = BiasActor(bias=-1.0)
-        evaluator.run_if_needed(0, actor)
+        evaluator.run(0, actor)
         with torch.no_grad():
             actor.head.bias.fill_(1.0)
         evaluator.run_if_needed(120, actor)
@@ -343,6 +387,69 @@ def test_evaluation_scalars_are_written_to_tensorboard_at_the_training_steps(
     assert [event.value for event in maxima] == pytest.approx([r.max for r in evaluator.history])
 
 
+def test_a_run_dir_without_logs_gets_no_log_files_as_in_rl_mind_0_4(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    with Evaluator(PAINT_ID, every=10, run_dir=run_dir, num_episodes=2) as evaluator:
+        evaluator.run_if_needed(10, BiasActor())
+        evaluator.run_if_needed(20, BiasActor())
+        assert evaluator.writer is None
+    assert sorted(path.name for path in run_dir.iterdir()) == ["best_actor.pt"]
+
+
+def test_logs_write_one_csv_row_per_evaluation_with_the_extras_as_columns(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir = tmp_path / "run"
+    with Evaluator(PAINT_ID, every=10, run_dir=run_dir, num_episodes=3, logs=True) as evaluator:
+        actor = BiasActor(bias=-1.0)
+        first = evaluator.run_if_needed(10, actor)
+        second = evaluator.run_if_needed(25, actor)
+        assert evaluator.run_if_needed(30, actor) is None
+    assert first is not None and second is not None
+    rows = read_evaluations(run_dir)
+    assert [row["step"] for row in rows] == [10, 25]
+    assert list(rows[0]) == list(CSV_COLUMNS)
+    assert rows[1]["mean_return"] == pytest.approx(second.mean)
+    assert rows[1]["max_return"] == pytest.approx(second.max)
+    assert second.lengths is not None
+    assert rows[1]["mean_length"] == pytest.approx(float(second.lengths.float().mean()))
+    assert read_evaluations(run_dir / EVALUATIONS_FILE) == rows
+    assert list(run_dir.glob("events.out.tfevents.*"))
+
+    extra = EvalResult(40, torch.tensor([1.0, 3.0]), False, None, {"critic_bias": 0.5, "a": -1.0})
+    append_evaluation(extra, tmp_path / "extras.csv")
+    (row,) = read_evaluations(tmp_path / "extras.csv")
+    assert list(row) == [*CSV_COLUMNS, "a", "critic_bias"]
+    assert (row["step"], row["mean_return"], row["critic_bias"], row["a"]) == (40, 2.0, 0.5, -1.0)
+    assert math.isnan(row["mean_length"])
+    writer = _Scalars()
+    Evaluator._log(writer, extra)  # type: ignore[arg-type]
+    assert writer.scalars["eval/critic_bias"] == (0.5, 40)
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    assert [event.step for event in events.Scalars("eval/mean_return")] == [10, 25]
+
+
+class _Scalars:
+    """A writer that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.scalars: dict[str, tuple[float, int]] = {}
+
+    def add_scalar(self, tag: str, value: float, global_step: int) -> None:
+        self.scalars[tag] = (value, global_step)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_logs_need_a_run_dir_and_a_bool() -> None:
+    with pytest.raises(ValueError, match=r"logs must be True \(with a run_dir"):
+        Evaluator(PAINT_ID, every=10, num_episodes=2, logs=True)
+    with pytest.raises(ValueError, match="got logs='yes'"):
+        Evaluator(PAINT_ID, every=10, num_episodes=2, logs="yes")  # type: ignore[arg-type]
+
+
 def test_a_given_writer_is_used_and_left_open(tmp_path: Path) -> None:
     from torch.utils.tensorboard import SummaryWriter
 
@@ -353,6 +460,29 @@ def test_a_given_writer_is_used_and_left_open(tmp_path: Path) -> None:
     writer.add_scalar("still/open", 1.0, 0)  # not closed by the evaluator
     writer.close()
     assert list((tmp_path / "logs").glob("events.out.tfevents.*"))
+
+
+class ScalarRecorder:
+    """A writer with add_scalar only, as rl-mind 0.4 accepted (no flush)."""
+
+    def __init__(self) -> None:
+        self.scalars: list[tuple[str, float, int]] = []
+
+    def add_scalar(self, tag: str, value: float, global_step: int) -> None:
+        self.scalars.append((tag, value, global_step))
+
+
+def test_a_writer_with_add_scalar_only_can_be_given_or_set_later_as_in_rl_mind_0_4() -> None:
+    given, later = ScalarRecorder(), ScalarRecorder()
+    with Evaluator(PAINT_ID, every=10, num_episodes=2, writer=given) as evaluator:  # type: ignore[arg-type]
+        evaluator.run(5, BiasActor())
+        evaluator.writer = later  # type: ignore[assignment]  (0.4's writer was an attribute)
+        evaluator.run(15, BiasActor())
+        with pytest.raises(TypeError, match="Evaluator.writer must be a SummaryWriter, got str"):
+            evaluator.writer = "logs"  # type: ignore[assignment]
+        assert evaluator.writer is later
+    assert {step for _tag, _value, step in given.scalars} == {5}
+    assert ("eval/mean_return", evaluator.history[1].mean, 15) in later.scalars
 
 
 def test_plot_draws_the_learning_curve_with_the_best_marked(tmp_path: Path) -> None:

@@ -168,7 +168,11 @@ collector = TransitionCollector(env, actor)
 
 run_dir = run_directory("dqn")
 evaluator = Evaluator(
-    config.env_name, every=config.eval_every, run_dir=run_dir, num_episodes=config.eval_episodes
+    config.env_name,
+    every=config.eval_every,
+    run_dir=run_dir,
+    num_episodes=config.eval_episodes,
+    logs=True,  # TensorBoard files (and evaluations.csv) in run_dir
 )
 setup_tensorboard(run_dir)
 writer = evaluator.writer
@@ -210,10 +214,12 @@ with progress_bar(config.total_steps, evaluator, target=config.target_return) as
             )
         evaluator.run_if_needed(collector.steps, actor)
         bar.update_to(collector.steps)
-        if evaluator.best_reward is not None and evaluator.best_reward >= config.target_return:
+        if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
             break
 wall_time = time.time() - start
 env.close()
+if not evaluator.history:  # a run shorter than eval_every: evaluate its last actor once
+    evaluator.run(collector.steps, actor)
 
 # %% [markdown]
 # ## Learning curve and the best actor

@@ -152,6 +152,17 @@ def test_a_students_exception_shows_as_one_line_with_the_line_that_raised_it() -
     )
 
 
+def test_a_not_implemented_error_from_a_library_is_not_a_gap_to_fill() -> None:
+    def dqn_td_target(target_network: Any, batch: Any, gamma: float) -> Any:
+        return torch.nn.Module()(batch.reward)  # a module without forward: torch raises
+
+    with pytest.raises(NotImplementedError) as info:
+        checks.check_dqn_td_target(dqn_td_target)
+    first, where = info.value._render_traceback_()  # type: ignore[attr-defined]
+    assert "✗ dqn_td_target raised NotImplementedError on case 1/2" in first
+    assert "not written yet" not in first and "line" in where
+
+
 def test_an_error_of_the_check_itself_keeps_its_traceback(
     reference: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -219,30 +219,31 @@ def _shown_as_students(error: Exception, function: str, case: str) -> None:
     in the student's code it was raised, instead of a traceback through the check's own
     frames. The exception itself (its type, its message) is unchanged."""
     frames = _student_frames(error)
-    if not frames and not isinstance(error, NotImplementedError):
+    if not frames:
         return  # not the student's: the full traceback is what the teacher needs
+    raised_at = frames[-1]
     message = str(error).strip().split("\n")[0]
     kind = type(error).__name__
-    if isinstance(error, NotImplementedError):
-        where = frames[-1].tb_frame.f_code.co_name if frames else function
+    # a gap still to fill: a NotImplementedError raised by the student's own code (one that
+    # torch raises is an error like any other)
+    if isinstance(error, NotImplementedError) and raised_at.tb_next is None:
+        where = raised_at.tb_frame.f_code.co_name
         name = function if where == "<module>" else where
-        line = (
+        lines = [
             f"{name} is not written yet ({kind}: {message or 'no message'}): write it under "
             f"YOUR CODE HERE, run its cell, then this check again"
-        )
+        ]
     else:
-        line = (
-            f"{function} raised {kind} on {case}: {message}. Fix {function}, run its cell, "
-            f"then this check again"
-        )
-    lines = [f"\x1b[0;31m✗ {line}\x1b[0m"]
-    if frames and not isinstance(error, NotImplementedError):
         import linecache
 
-        last = frames[-1]
-        code = last.tb_frame.f_code
-        text = linecache.getline(code.co_filename, last.tb_lineno).strip()
-        lines.append(f"  in {code.co_name}, line {last.tb_lineno}: {text}")
+        code = raised_at.tb_frame.f_code
+        text = linecache.getline(code.co_filename, raised_at.tb_lineno).strip()
+        lines = [
+            f"{function} raised {kind} on {case}: {message}. Fix {function}, run its cell, "
+            f"then this check again",
+            f"  in {code.co_name}, line {raised_at.tb_lineno}: {text}",
+        ]
+    lines[0] = f"\x1b[0;31m✗ {lines[0]}\x1b[0m"
     # IPython shows these lines instead of a traceback, as for a CheckFailure (an exception
     # type with __slots__ takes no attribute: it keeps its traceback)
     with contextlib.suppress(AttributeError):

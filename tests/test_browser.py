@@ -210,30 +210,36 @@ class Lab:
         )
 
     def open(self, notebook: str) -> None:
-        self.driver.get(f"{self.url}/lab/tree/{notebook}?token={self.token}")
+        """Open ``notebook`` alone (a workspace of its own: no tab restored from another
+        test), and wait until it is the current tab with its kernel idle."""
+        workspace = notebook.removesuffix(".ipynb")
+        self.driver.get(f"{self.url}/lab/workspaces/{workspace}/tree/{notebook}?token={self.token}")
         self.wait(
             f"{notebook} open with its kernel idle",
             lambda: self.run(
                 "const app = window.jupyterapp; const widget = app && app.shell.currentWidget;"
-                "return !!(widget && widget.sessionContext && widget.content"
-                " && widget.content.widgets.length"
+                "return !!(widget && widget.context && widget.context.path === arguments[0]"
+                " && widget.sessionContext && widget.content && widget.content.widgets.length"
                 " && widget.sessionContext.session && widget.sessionContext.session.kernel"
-                " && widget.sessionContext.kernelDisplayStatus === 'idle');"
+                " && widget.sessionContext.kernelDisplayStatus === 'idle');",
+                notebook,
             ),
             120,
         )
 
     def run_all(self, timeout: float) -> None:
-        """Run All, then wait until no cell is running or queued."""
+        """Run All (the command of Run → Run All Cells), then wait until the first code
+        cell ran and no cell is running or queued any more."""
         self.run(WATCH)
-        self.command("notebook:run-all-cells")
+        self.run("window.jupyterapp.commands.execute('notebook:run-all-cells'); return null;")
         self.wait(
             "Run All done",
             lambda: self.run(
                 "const widget = window.jupyterapp.shell.currentWidget;"
-                "const prompts = [...document.querySelectorAll('.jp-InputPrompt')];"
+                "const cells = widget.content.widgets.filter((c) => c.model.type === 'code');"
                 "return widget.sessionContext.kernelDisplayStatus === 'idle'"
-                " && !prompts.some((p) => p.innerText.includes('*'));"
+                " && cells[0].model.executionCount !== null"
+                " && !cells.some((c) => c.model.executionState === 'running');"
             ),
             timeout,
         )

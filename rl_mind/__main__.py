@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "practical": ("rl_mind.practicals", "generate student and solution notebooks from a source"),
     "arena": ("rl_mind.arena.run", "rate a class's Pong Duel submissions: leaderboard, gradebook"),
     "play": ("rl_mind.arena.play", "play Pong Duel with the keyboard against an agent"),
+    "study": ("rl_mind.study.cli", "run, resume or summarise a study (variants x seeds)"),
 }
 
 

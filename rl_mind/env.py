@@ -136,9 +136,9 @@ def _env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
         return gym.spec(env_name)
     except gym.error.Error as error:  # (gymnasium's message names the close matches)
         hint = ""  # importing rl_mind alone registers none of the package's own ids
-        own = ("rl_mind/", "CartPoleContinuous")
+        own = ("rl_mind/", "CartPoleContinuous", "MazeMDP")
         if env_name.startswith(own) and "rl_mind.envs" not in sys.modules:
-            ids = ["CartPoleContinuous-v1", "rl_mind/PongDuel-v0"]
+            ids = ["CartPoleContinuous-v1", "MazeMDP-v0", "rl_mind/PongDuel-v0"]
             hint = f"; the package's own environments {ids} are registered by `import rl_mind.envs`"
         raise ValueError(f"unknown environment id {env_name!r}: {error}{hint}") from None
 

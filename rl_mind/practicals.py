@@ -281,21 +281,35 @@ def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
 
     A check declared in the source (``check_f = Check("f", ...)``) gets its cases, computed
     from the reference solution, written into its cell after the declaration."""
-    from rl_mind.checks.teacher import declared_checks, declared_names, load_code
+    from rl_mind.checks.teacher import declaration_ends, declared_checks, load_code
 
     notebook = _normalized(_read_percent(text), name)
     declared = declared_checks(text, where=name)
-    loaded: set[str] = set()
-    for cell in notebook.cells:
-        names = declared_names(cell.source) if cell.cell_type == "code" else []
-        for check_name in [n for n in names if n in declared]:
-            cell.source += "\n" + load_code(check_name, declared[check_name][1])
-            loaded.add(check_name)
-    if set(declared) != loaded:
+    loaded: dict[str, int] = {}  # check name -> the cell that declares it
+    for i, cell in enumerate(notebook.cells):
+        ends = declaration_ends(cell.source) if cell.cell_type == "code" else {}
+        lines = cell.source.split("\n")
+        # each load right after its declaration (from the last, so that the lines stay valid)
+        for check_name, end in sorted(ends.items(), key=lambda item: -item[1]):
+            if check_name in declared:
+                lines[end:end] = load_code(check_name, declared[check_name][1]).split("\n")
+                loaded[check_name] = i
+        cell.source = "\n".join(lines)
+    if set(declared) != set(loaded):
         raise ValueError(
             f"{name}: declare each check at the top level of a code cell: "
-            f"{sorted(set(declared) - loaded)}"
+            f"{sorted(set(declared) - set(loaded))}"
         )
+    for i, cell in enumerate(notebook.cells):
+        checked = _check_calls(cell.source) if cell.cell_type == "code" else None
+        for function in checked or []:
+            where = loaded.get(f"check_{function}")
+            if where is not None and where > i:
+                raise ValueError(
+                    f"{name}, cell {i}: check_{function}({function}) is called here, but "
+                    f"check_{function} is declared after it, in cell {where}: declare it in a "
+                    f"cell before the gap (the notebook runs top to bottom)"
+                )
     points: dict[int, float] = {}
     for i, cell in enumerate(notebook.cells):
         given = cell.metadata.pop("points", None)

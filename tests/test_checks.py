@@ -4,6 +4,7 @@ sources) and fails, naming the mistake, on typical wrong answers."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import textwrap
 from collections.abc import Callable
@@ -1036,6 +1037,213 @@ TABULAR_WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
+# the maze practicals' mistakes whose hints used to name another one (issue 61): each is
+# named, and none of the other mistakes' words appear
+def greedy_ones_on_every_tied_action(P, r, gamma, terminal, v):
+    q = _q(P, r, gamma, terminal, v)
+    return (q == q.max(dim=1, keepdim=True).values).double()
+
+
+def iteration_ignores_max_sweeps(P, r, gamma, terminal, tolerance, max_sweeps):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    while True:  # (with tolerance = 0: forever)
+        new_v = _q(P, r, gamma, terminal, v).max(dim=1).values
+        if (new_v - v).abs().max() < tolerance:
+            return new_v
+        v = new_v
+
+
+def iteration_one_sweep_too_many(P, r, gamma, terminal, tolerance, max_sweeps):
+    backup = lambda v: _q(P, r, gamma, terminal, v).max(dim=1).values  # noqa: E731
+    return _sweeps(backup, P, tolerance, max_sweeps + 1)
+
+
+def iteration_one_sweep_too_few(P, r, gamma, terminal, tolerance, max_sweeps):
+    backup = lambda v: _q(P, r, gamma, terminal, v).max(dim=1).values  # noqa: E731
+    return _sweeps(backup, P, tolerance, max_sweeps - 1)
+
+
+def iteration_without_gamma(P, r, gamma, terminal, tolerance, max_sweeps):
+    no_gamma = lambda v: (r + (~terminal).double().unsqueeze(1) * (P @ v)).max(dim=1).values  # noqa: E731
+    return _sweeps(no_gamma, P, tolerance, max_sweeps)
+
+
+def iteration_stops_on_the_signed_change(P, r, gamma, terminal, tolerance, max_sweeps):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    for _ in range(max_sweeps):
+        new_v = _q(P, r, gamma, terminal, v).max(dim=1).values
+        if (new_v - v).max() < tolerance:
+            return new_v
+        v = new_v
+    return v
+
+
+def iteration_returns_the_best_actions(P, r, gamma, terminal, tolerance, max_sweeps):
+    backup = lambda v: _q(P, r, gamma, terminal, v).max(dim=1).values  # noqa: E731
+    v = _sweeps(backup, P, tolerance, max_sweeps)
+    return _q(P, r, gamma, terminal, v).argmax(dim=1).double()
+
+
+def greedy_without_gamma(P, r, gamma, terminal, v):
+    return F.one_hot(_q(P, r, 1.0, terminal, v).argmax(dim=1), r.shape[1]).double()
+
+
+def evaluation_own_look_ahead_without_gamma(P, r, gamma, terminal, policy, tolerance):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    while True:  # (never converges without a terminal state)
+        new_v = (policy * (r + (~terminal).double().unsqueeze(1) * (P @ v))).sum(dim=1)
+        if (new_v - v).abs().max() < tolerance:
+            return new_v
+        v = new_v
+
+
+def evaluation_stops_on_the_signed_change(P, r, gamma, terminal, policy, tolerance):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    while True:
+        new_v = (policy * _q(P, r, gamma, terminal, v)).sum(dim=1)
+        if (new_v - v).max() < tolerance:
+            return new_v
+        v = new_v
+
+
+def evaluation_drops_terminal_next_values(P, r, gamma, terminal, policy, tolerance):
+    backup = lambda v: (policy * (r + gamma * (P @ (v * ~terminal)))).sum(1)  # noqa: E731
+    return _sweeps(backup, P, tolerance)
+
+
+def iteration_drops_terminal_next_values(P, r, gamma, terminal, tolerance, max_sweeps):
+    backup = lambda v: (r + gamma * (P @ (v * ~terminal))).max(dim=1).values  # noqa: E731
+    return _sweeps(backup, P, tolerance, max_sweeps)
+
+
+def q_drops_terminal_next_values(P, r, gamma, terminal, v):
+    return r + gamma * (P @ torch.where(terminal, 0.0, v))
+
+
+def q_drops_terminal_next_values_and_future(P, r, gamma, terminal, v):
+    return r + _future(P, gamma, terminal, torch.where(terminal, 0.0, v))
+
+
+def q_discounts_the_reward(P, r, gamma, terminal, v):
+    return gamma * (r + (~terminal).double().unsqueeze(1) * (P @ v))
+
+
+def _next_max(q, step):
+    return q[step.next_obs].max(dim=1).values
+
+
+def q_learning_without_gamma(q, step, next_action, gamma):
+    return _bootstrap(step, 1.0, _next_max(q, step), (~step.terminated).float())
+
+
+def q_learning_discounts_the_reward(q, step, next_action, gamma):
+    return gamma * _bootstrap(step, 1.0, _next_max(q, step), (~step.terminated).float())
+
+
+def q_learning_inverted_mask(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, _next_max(q, step), step.terminated.float())
+
+
+def q_learning_keepdim(q, step, next_action, gamma):
+    next_value = q[step.next_obs].max(dim=1, keepdim=True).values  # [B, 1]
+    return step.reward + gamma * (~step.terminated) * next_value
+
+
+def sarsa_without_gamma(q, step, next_action, gamma):
+    return _bootstrap(step, 1.0, q[step.next_obs, next_action], (~step.terminated).float())
+
+
+def sarsa_discounts_the_reward(q, step, next_action, gamma):
+    mask = (~step.terminated).float()
+    return gamma * _bootstrap(step, 1.0, q[step.next_obs, next_action], mask)
+
+
+def sarsa_inverted_mask(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.next_obs, next_action], step.terminated.float())
+
+
+def sarsa_from_obs(q, step, next_action, gamma):
+    return _bootstrap(step, gamma, q[step.obs, next_action], (~step.terminated).float())
+
+
+def sarsa_every_pair(q, step, next_action, gamma):
+    next_value = q[step.next_obs][:, next_action]  # [B, B]: every (row, action) pair
+    return step.reward + gamma * (~step.terminated) * next_value
+
+
+def td_rates_swapped(q, obs, action, target, learning_rate):
+    new_q = q.clone()
+    new_q[obs, action] = learning_rate * q[obs, action] + (1 - learning_rate) * target
+    return new_q
+
+
+NOT_GAMMA = ("gamma", "discount")
+MAZE_MISTAKES: list[tuple[str, Callable[..., Any], str, tuple[str, ...]]] = [
+    # (check, wrong answer, a phrase the message must contain, words it must not contain)
+    ("greedy_policy", greedy_ones_on_every_tied_action, "has a tie", ("reward alone",)),
+    (
+        "value_iteration",
+        iteration_ignores_max_sweeps,
+        "does not stop after max_sweeps = 3 sweeps",
+        ("average", *NOT_GAMMA),
+    ),
+    ("value_iteration", iteration_one_sweep_too_many, "not one more", ("average", "gamma")),
+    ("value_iteration", iteration_one_sweep_too_few, "not one less", ("average", "gamma")),
+    ("value_iteration", iteration_without_gamma, "do not change with gamma", ("average",)),
+    (
+        "value_iteration",
+        iteration_stops_on_the_signed_change,
+        "*absolute* change",
+        ("average", "max_sweeps"),
+    ),
+    ("greedy_policy", greedy_without_gamma, "the future is discounted", ("reward alone", "tie")),
+    ("value_iteration", iteration_returns_the_best_actions, "not the best actions", ("gamma",)),
+    (
+        "policy_evaluation",
+        evaluation_own_look_ahead_without_gamma,
+        "does not converge within 2,000 sweeps: the values do not change with gamma",
+        ("max", "policy[s, a]"),
+    ),
+    (
+        "policy_evaluation",
+        evaluation_stops_on_the_signed_change,
+        "*absolute* change",
+        ("an expectation", "not a max", "gamma"),
+    ),
+    (
+        "policy_evaluation",
+        evaluation_drops_terminal_next_values,
+        "dropped where it is the *next* state",
+        ("gamma",),
+    ),
+    ("q_from_v", q_drops_terminal_next_values, "dropped where it is the *next* state", ()),
+    (
+        "value_iteration",
+        iteration_drops_terminal_next_values,
+        "dropped where it is the *next* state",
+        ("gamma", "average"),
+    ),
+    (
+        "q_from_v",
+        q_drops_terminal_next_values_and_future,
+        "dropped where it is the *next* state",
+        (),
+    ),
+    ("q_from_v", q_discounts_the_reward, "it is not discounted", ("next state, nor",)),
+    ("q_learning_target", q_learning_without_gamma, "do not change with gamma", ("SARSA",)),
+    ("q_learning_target", q_learning_discounts_the_reward, "not discounted", ("SARSA",)),
+    ("q_learning_target", q_learning_inverted_mask, "terminated mask inverted", ("SARSA",)),
+    ("q_learning_target", q_learning_from_obs, "step.obs", ("SARSA", "truncation")),
+    ("q_learning_target", q_learning_keepdim, "a [6, 1] tensor combined with a [6] one", ()),
+    ("sarsa_target", sarsa_without_gamma, "do not change with gamma", ("Q-learning",)),
+    ("sarsa_target", sarsa_discounts_the_reward, "not discounted", ("Q-learning",)),
+    ("sarsa_target", sarsa_inverted_mask, "terminated mask inverted", ("Q-learning",)),
+    ("sarsa_target", sarsa_from_obs, "step.obs", ("Q-learning", "truncation")),
+    ("sarsa_target", sarsa_every_pair, "every (row, column) pair", ("[6, 1]",)),
+    ("td_update", td_rates_swapped, "are swapped", ("its own target[i]",)),
+]
+
+
 WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
     # (check, wrong function, a phrase the message must contain)
     ("dqn_td_target", dqn_td_target_no_mask, "terminal step"),
@@ -1100,6 +1308,7 @@ WRONG_ANSWERS: list[tuple[str, Callable[..., Any], str]] = [
     ("sac_temperature_loss", temperature_minus_target, "entropy gap"),
     *NEWLY_NAMED,
     *TABULAR_WRONG_ANSWERS,
+    *[(name, wrong, phrase) for name, wrong, phrase, _ in MAZE_MISTAKES],
 ]
 
 
@@ -1118,6 +1327,28 @@ def test_a_typical_wrong_answer_fails_with_a_message_naming_the_mistake(
 
 
 @pytest.mark.parametrize(
+    ("name", "wrong", "phrase", "unrelated"),
+    MAZE_MISTAKES,
+    ids=[wrong.__name__ for _, wrong, _, _ in MAZE_MISTAKES],
+)
+def test_a_maze_mistake_is_named_and_no_other_one_is(
+    name: str,
+    wrong: Callable[..., Any],
+    phrase: str,
+    unrelated: tuple[str, ...],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import time
+
+    start = time.monotonic()
+    passed, out = run_check(name, wrong, capsys)
+    assert time.monotonic() - start < 30.0  # (the check cell returns, even on an endless loop)
+    assert not passed and phrase in out, out
+    for words in unrelated:
+        assert words not in out, out
+
+
+@pytest.mark.parametrize(
     ("name", "right"),
     [("policy_evaluation", evaluation_in_place), ("value_iteration", iteration_in_place)],
 )
@@ -1126,6 +1357,200 @@ def test_in_place_sweeps_pass_like_synchronous_ones(
 ) -> None:
     passed, out = run_check(name, right, capsys)
     assert passed, out
+
+
+# every correct form of the maze practicals' functions passes (issue 61)
+def q_by_einsum(P, r, gamma, terminal, v):
+    future = gamma * torch.einsum("sat,t->sa", P, v)
+    return r + torch.where(terminal.unsqueeze(1), 0.0, future)
+
+
+def q_by_loops(P, r, gamma, terminal, v):
+    q = torch.zeros_like(r)
+    for s in range(P.shape[0]):
+        for a in range(P.shape[1]):
+            future = sum(float(P[s, a, t]) * float(v[t]) for t in range(P.shape[2]))
+            q[s, a] = r[s, a] + (0.0 if terminal[s] else gamma * future)
+    return q
+
+
+def evaluation_by_a_linear_solve(P, r, gamma, terminal, policy, tolerance):
+    r_pi = (policy * r).sum(dim=1)
+    P_pi = torch.einsum("sa,sat->st", policy, P) * (~terminal).unsqueeze(1).to(P.dtype)
+    return torch.linalg.solve(torch.eye(len(r_pi), dtype=P.dtype) - gamma * P_pi, r_pi)
+
+
+def evaluation_by_einsum(P, r, gamma, terminal, policy, tolerance):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    not_terminal = (~terminal).to(P.dtype)
+    while True:
+        future = gamma * not_terminal * torch.einsum("sa,sat,t->s", policy, P, v)
+        new_v = (policy * r).sum(dim=1) + future
+        if torch.max(torch.abs(new_v - v)) < tolerance:
+            return new_v
+        v = new_v
+
+
+def evaluation_by_loops_over_entries(P, r, gamma, terminal, policy, tolerance):
+    n_states, n_actions, _ = P.shape
+    v = [0.0] * n_states
+    while True:
+        change = 0.0
+        for s in range(n_states):
+            total = 0.0
+            for a in range(n_actions):
+                future = 0.0
+                if not terminal[s]:
+                    future = sum(float(P[s, a, t]) * v[t] for t in range(n_states))
+                total += float(policy[s, a]) * (float(r[s, a]) + gamma * future)
+            change, v[s] = max(change, abs(total - v[s])), total
+        if change < tolerance:
+            return torch.tensor(v, dtype=P.dtype)
+
+
+def iteration_in_place_in_reverse_order(P, r, gamma, terminal, tolerance, max_sweeps):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    for _ in range(max_sweeps):
+        change = 0.0
+        for s in reversed(range(len(v))):
+            future = 0.0 if terminal[s] else gamma * (P[s] @ v)
+            new = float((r[s] + future).max())
+            change, v[s] = max(change, abs(new - float(v[s]))), new
+        if change < tolerance:
+            break
+    return v
+
+
+def iteration_by_einsum(P, r, gamma, terminal, tolerance, max_sweeps):
+    v = torch.zeros(P.shape[0], dtype=P.dtype)
+    for _ in range(max_sweeps):
+        q = r + gamma * (~terminal).to(P.dtype).unsqueeze(1) * torch.einsum("sat,t->sa", P, v)
+        new_v, v_old = q.amax(dim=1), v
+        v = new_v
+        if (new_v - v_old).abs().max() < tolerance:
+            break
+    return v
+
+
+def iteration_counting_sweeps(P, r, gamma, terminal, tolerance, max_sweeps):
+    v, sweeps = torch.zeros(P.shape[0], dtype=P.dtype), 0
+    while sweeps < max_sweeps:
+        new_v = _q(P, r, gamma, terminal, v).max(dim=1).values
+        sweeps += 1
+        converged = bool((new_v - v).abs().max() < tolerance)
+        v = new_v
+        if converged:
+            break
+    return v
+
+
+def greedy_ties_split(P, r, gamma, terminal, v):
+    q = _q(P, r, gamma, terminal, v)
+    best = (q == q.max(dim=1, keepdim=True).values).double()
+    return best / best.sum(dim=1, keepdim=True)
+
+
+def greedy_last_of_the_best(P, r, gamma, terminal, v):
+    q = _q(P, r, gamma, terminal, v)
+    policy = torch.zeros_like(q)
+    for s in range(q.shape[0]):
+        best = 0
+        for a in range(q.shape[1]):
+            if q[s, a] >= q[s, best]:
+                best = a
+        policy[s, best] = 1.0
+    return policy
+
+
+def greedy_by_scatter(P, r, gamma, terminal, v):
+    q = q_by_einsum(P, r, gamma, terminal, v)
+    return torch.zeros_like(q).scatter_(1, q.argmax(dim=1, keepdim=True), 1.0)
+
+
+def epsilon_greedy_by_loops(q, obs, epsilon):
+    n_actions = q.shape[1]
+    probabilities = torch.full((len(obs), n_actions), epsilon / n_actions)
+    for i, state in enumerate(obs.tolist()):
+        probabilities[i, int(q[state].argmax())] += 1.0 - epsilon
+    return probabilities
+
+
+def q_learning_by_where(q, step, next_action, gamma):
+    next_value = q[step.next_obs].amax(dim=1)
+    return step.reward + gamma * torch.where(step.terminated, 0.0, next_value)
+
+
+def sarsa_by_gather(q, step, next_action, gamma):
+    next_value = q[step.next_obs].gather(1, next_action.unsqueeze(1)).squeeze(1)
+    return step.reward + gamma * (1.0 - step.terminated.float()) * next_value
+
+
+def td_update_by_interpolation(q, obs, action, target, learning_rate):
+    new_q = q.clone()
+    new_q[obs, action] = (1 - learning_rate) * q[obs, action] + learning_rate * target
+    return new_q
+
+
+def td_update_by_loops(q, obs, action, target, learning_rate):
+    new_q = q.clone()
+    for s, a, y in zip(obs.tolist(), action.tolist(), target.tolist()):
+        new_q[s, a] += learning_rate * (y - new_q[s, a])
+    return new_q
+
+
+MAZE_RIGHT_ANSWERS: list[tuple[str, Callable[..., Any]]] = [
+    ("q_from_v", q_by_einsum),
+    ("q_from_v", q_by_loops),
+    ("policy_evaluation", evaluation_in_place),
+    ("policy_evaluation", evaluation_by_a_linear_solve),
+    ("policy_evaluation", evaluation_by_einsum),
+    ("policy_evaluation", evaluation_by_loops_over_entries),
+    ("value_iteration", iteration_in_place),
+    ("value_iteration", iteration_in_place_in_reverse_order),
+    ("value_iteration", iteration_by_einsum),
+    ("value_iteration", iteration_counting_sweeps),
+    ("greedy_policy", greedy_ties_split),
+    ("greedy_policy", greedy_last_of_the_best),
+    ("greedy_policy", greedy_by_scatter),
+    ("epsilon_greedy", epsilon_greedy_by_loops),
+    ("q_learning_target", q_learning_by_where),
+    ("sarsa_target", sarsa_by_gather),
+    ("td_update", td_update_by_interpolation),
+    ("td_update", td_update_by_loops),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "right"), MAZE_RIGHT_ANSWERS, ids=[right.__name__ for _, right in MAZE_RIGHT_ANSWERS]
+)
+def test_every_correct_form_of_a_maze_function_passes(
+    name: str, right: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    passed, out = run_check(name, right, capsys)
+    assert passed, out
+
+
+def test_the_maze_cases_are_what_a_run_gives(reference: dict[str, Any]) -> None:
+    # ties in greedy_policy, a tight max_sweeps, lr and 1 - lr apart, terminal and
+    # truncated rows, and obs = next_obs wherever no episode ended (same-step reset)
+    greedy = load_cases(checks.SPECS["greedy_policy"])
+    tied = 0
+    for case in greedy:
+        scores = case["expected"]["scores"]
+        tied += int(((scores >= scores.max(dim=1, keepdim=True).values - 1e-9).sum(1) > 1).sum())
+    assert tied >= 4
+    sweeps = [case["inputs"]["max_sweeps"] for case in load_cases(checks.SPECS["value_iteration"])]
+    assert min(sweeps) <= 3 and all(case.limit for case in checks.SPECS["value_iteration"].cases)
+    rates = [case["inputs"]["learning_rate"] for case in load_cases(checks.SPECS["td_update"])]
+    assert all(abs(rate - 0.5) > 0.1 for rate in rates)
+    rows = {"terminated": 0, "truncated": 0}
+    for case in load_cases(checks.SPECS["q_learning_target"]):
+        step = case["inputs"]["step"]
+        ended = step["terminated"] | step["truncated"]
+        assert torch.equal(step["obs"][~ended], step["next_obs"][~ended])
+        assert not (step["obs"][ended] == step["next_obs"][ended]).any()
+        rows = {flag: rows[flag] + int(step[flag].sum()) for flag in rows}
+    assert min(rows.values()) >= 1
 
 
 def test_every_check_has_at_least_three_wrong_answers() -> None:
@@ -1528,6 +1953,10 @@ def test_a_declaration_that_needs_the_rest_of_the_practical_is_an_error_saying_s
     text = TEACHER_SOURCE.replace("    points=2,\n", "    points=config.points,\n")
     with pytest.raises(ValueError, match=r"toy: .*the rest of the practical does not run.*"):
         render_notebooks(text, name="toy")
+    # a case's inputs that need it: found when the cases are computed
+    text = TEACHER_SOURCE.replace("spread(g, 8, 3.0)", "spread(g, config.n, 3.0)")
+    with pytest.raises(ValueError, match=r"toy: .*does not run.*NameError: name 'config'"):
+        render_notebooks(text, name="toy")
 
 
 @pytest.mark.parametrize(
@@ -1584,3 +2013,297 @@ def test_the_reinforce_practical_declares_its_baseline_loss_check(
         with pytest.raises(CheckFailure, match="baseline_loss: case 1/1") as info:
             check(wrong)
         assert phrase in str(info.value), str(info.value)
+
+
+# ----------------------------------------------------------------------------- what a Check honours
+def _vector(g: torch.Generator) -> torch.Tensor:
+    return torch.randn(4, generator=g)
+
+
+def test_a_probe_keeps_its_base_and_runs_only_on_its_cases(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def shift(x, y):
+        return x + y
+
+    cases = [
+        checks.Case("x alone", "add y to x", lambda g: {"x": _vector(g), "y": torch.zeros(4)}),
+        checks.Case(
+            "x and y", "add y to x, each row", lambda g: {"x": _vector(g), "y": _vector(g)}
+        ),
+    ]
+    probe = checks.Probe(
+        lambda inputs: {**inputs, "y": inputs["y"] + 1.0},
+        same_result_of_checks,
+        base=lambda inputs: {**inputs, "x": torch.ones(4)},
+        cases=("x and y",),
+    )
+    check = checks.Check("shift", cases, probes={"y is not added": probe})
+    (kept,) = check.probes
+    assert kept.base is probe.base and kept.cases == ("x and y",)
+    check.generate(shift)
+    check(lambda x, y: x + y)
+    assert capsys.readouterr().out == "✓ shift passes all 2 cases\n"
+    with pytest.raises(CheckFailure) as info:  # fails on case 2 only, where the probe runs
+        check(lambda x, y: x + y[0])
+    assert "case 2/2" in str(info.value) and "y is not added" not in str(info.value)
+    with pytest.raises(CheckFailure, match=r"case 2/2 \(x and y\) fails: y is not added"):
+        check(lambda x, y: x)
+    with pytest.raises(CheckFailure, match=r"(?s)case 1/2 \(x alone\) fails: .*Hint: add y to x"):
+        check(lambda x, y: 2 * x)  # (the probe is limited to case 2: case 1 gets its hint)
+
+
+def same_result_of_checks(result: torch.Tensor, changed: torch.Tensor) -> bool:
+    return bool(torch.allclose(result, changed))
+
+
+def test_case_inputs_in_another_order_than_the_parameters_are_matched_by_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def scaled(x, scale):
+        return x * scale
+
+    case = checks.Case("a vector", "multiply", lambda g: {"scale": 3.0, "x": _vector(g)})
+    check = checks.Check("scaled", [case], probes={"x is not scaled": lambda x, scale: x.clone()})
+    check.generate(scaled)
+    check(lambda x, scale: scale * x)
+    assert capsys.readouterr().out == "✓ scaled passes its case\n"
+    with pytest.raises(CheckFailure, match="x is not scaled"):
+        check(lambda x, scale: x + 0.0)
+
+
+def test_parameters_with_a_default_may_be_left_out_of_the_cases(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def scaled(x, scale=2.0, bias=0.0):
+        return x * scale + bias
+
+    given = checks.Case("scale given", "multiply", lambda g: {"scale": 3.0, "x": _vector(g)})
+    check = checks.Check("scaled", [given])
+    check.generate(scaled)
+    check(lambda x, scale, bias=0.0: scale * x)
+    assert capsys.readouterr().out == "✓ scaled passes its case\n"
+    left_out = checks.Case("bias only", "add", lambda g: {"bias": 1.0, "x": _vector(g)})
+    with pytest.raises(ValueError, match=r"takes \(x, scale, bias\).*missing \['scale'\]"):
+        checks.Check("scaled", [left_out]).generate(scaled)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "probes", "match"),
+    [
+        (
+            lambda g: {"x": _vector(g)},
+            {},
+            r"gives the inputs \('x',\), but scaled takes \(x, scale\).*missing \['scale'\]",
+        ),
+        (
+            lambda g: {"x": _vector(g), "scale": 2.0, "bias": 1.0},
+            {},
+            r"not parameters \['bias'\]",
+        ),
+        (
+            lambda g: {"x": _vector(g), "scale": 2.0},
+            {"a mistake": lambda x: x},
+            r"the wrong answer 'a mistake' takes \(x\), but scaled takes \(x, scale\)",
+        ),
+        (
+            lambda g: {"x": _vector(g), "scale": 2.0},
+            {"a change": checks.Probe(lambda inputs: {"x": inputs["x"]}, same_result_of_checks)},
+            r"the probe 'a change' must return the inputs by name, \('x', 'scale'\)",
+        ),
+    ],
+)
+def test_inputs_or_probes_that_do_not_match_the_parameters_are_refused(
+    inputs: Callable[..., Any], probes: dict[str, Any], match: str
+) -> None:
+    def scaled(x, scale):
+        return x * scale
+
+    check = checks.Check("scaled", [checks.Case("a", "b", inputs)], probes=probes)
+    with pytest.raises(ValueError, match=match):
+        check.generate(scaled)
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "match"),
+    [
+        (
+            lambda: checks.Probe(lambda i: i, same_result_of_checks, base=3),
+            TypeError,
+            "base must be a function",
+        ),
+        (lambda: checks.Probe(3, same_result_of_checks), TypeError, "change must be a function"),
+        (
+            lambda: checks.Probe(lambda i: i, same_result_of_checks, bas=lambda i: i),
+            TypeError,
+            "unexpected keyword argument 'bas'",
+        ),
+        (
+            lambda: checks.Probe(lambda i: i, same_result_of_checks, cases=(0,)),
+            TypeError,
+            "case numbers \\(1 for the first",
+        ),
+        (
+            lambda: checks.Check(
+                "double",
+                [checks.Case("a", "b", lambda g: {"x": torch.zeros(2)})],
+                probes={"m": checks.Probe(lambda i: i, same_result_of_checks, cases=(2,))},
+            ),
+            ValueError,
+            r"the probe 'm' runs on the cases \[2\], which are not declared",
+        ),
+        (
+            lambda: checks.Check(
+                "double",
+                [checks.Case("a", "b", lambda g: {"x": torch.zeros(2)})],
+                probes={"m": checks.Probe(lambda i: i, same_result_of_checks, "another")},
+            ),
+            ValueError,
+            "has a message of its own",
+        ),
+        (
+            lambda: checks.Check("double", [checks.Case("a", "b", lambda g: {})], base=lambda i: i),
+            TypeError,
+            "unexpected keyword argument 'base'",
+        ),
+        (lambda: checks.Case("a", "b", 3), TypeError, "inputs must be a function"),
+        (lambda: checks.Limit(0), ValueError, "sweeps must be a positive int"),
+    ],
+)
+def test_what_a_check_cannot_honour_is_refused_where_it_is_declared(
+    build: Callable[[], Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        build()
+
+
+def test_a_declared_case_with_a_limit_names_a_loop_that_does_not_converge() -> None:
+    def fixed_point(x, tolerance):  # y <- x + y / 2, until it settles at 2 x
+        y = torch.zeros_like(x)
+        while True:
+            new = x + y / 2
+            if (new - y).abs().max() < tolerance:
+                return new
+            y = new
+
+    case = checks.Case(
+        "a vector",
+        "each step adds x to half of the previous value",
+        lambda g: {"x": _vector(g), "tolerance": 1e-6},
+        limit=checks.Limit(200, over="x", seconds=5.0),
+    )
+    check = checks.Check("fixed_point", [case])
+    check.generate(fixed_point)
+
+    def never_settles(x, tolerance):
+        y = torch.zeros_like(x)
+        while True:
+            new = x + y
+            if (new - y).abs().max() < tolerance:
+                return new
+            y = new
+
+    with pytest.raises(CheckFailure, match="does not converge within 200 sweeps"):
+        check(never_settles)
+
+    def copies_first(x, tolerance):  # (no torch operation: the time bounds it)
+        values = x.tolist()
+        while True:
+            values = [value + 1.0 for value in values]
+
+    quick = dataclasses.replace(case, limit=checks.Limit(200, over="x", seconds=1.0))
+    timed = checks.Check("fixed_point", [quick])
+    timed.generate(fixed_point)
+    with pytest.raises(CheckFailure, match=r"still running after 1 s"):
+        timed(copies_first)
+
+
+def test_a_check_called_before_its_declaration_is_refused_by_the_generator_and_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rl_mind.practicals import main, render_notebooks
+
+    declaration = TEACHER_SOURCE[TEACHER_SOURCE.index("# %%\n# the check of normalize") :]
+    declaration = declaration[: declaration.index("# %%\ndef normalize")]
+    late = TEACHER_SOURCE.replace(declaration, "") + "\n\n" + declaration
+    with pytest.raises(ValueError, match=r"check_normalize\(normalize\) is called here, but "):
+        render_notebooks(late, name="toy")
+    source = tmp_path / "src" / "toy.py"
+    source.parent.mkdir()
+    source.write_text(late)
+    for flags in ([], ["--check"]):
+        assert main([*flags, str(source)]) == 1
+        assert "declared after it" in capsys.readouterr().err
+
+
+def test_the_load_line_follows_its_declaration() -> None:
+    import nbformat
+
+    from rl_mind.practicals import render_notebooks
+
+    text = TEACHER_SOURCE.replace(
+        "    points=2,\n)\n", "    points=2,\n)\nprint(check_normalize)\n"
+    )
+    notebook = nbformat.reads(render_notebooks(text, name="toy").student, 4)
+    (cell,) = [c.source for c in notebook.cells if "check_normalize = Check(" in c.source]
+    declaration_end = cell.index("    points=2,\n)\n") + len("    points=2,\n)\n")
+    assert cell[declaration_end:].startswith("check_normalize.load(")
+    assert cell.rstrip().endswith("print(check_normalize)")
+
+
+# ----------------------------------------------------------------------------- the guide says what the code does
+GUIDE = Path(__file__).parent.parent / "docs" / "guide"
+
+
+def test_the_guide_quotes_the_check_lines_as_they_are_printed(
+    reference: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    checks.check_gae(reference["gae"])
+    checks.check_ppo_value_loss(reference["ppo_value_loss"])
+    printed = capsys.readouterr().out.split("\n")[:2]
+    pattern = r"✓ (\S+) passes (all (\S+) cases|its case)"
+    assert all(re.fullmatch(pattern, line) for line in printed), printed
+    quoted = []
+    for page in ("practicals.md", "checks.md", "teachers.md", "maze.md"):
+        quoted += re.findall(r"✓ [^`\"\n\\]*", (GUIDE / page).read_text(encoding="utf-8"))
+    quoted = [line.strip() for line in quoted if "pass" in line]
+    assert len(quoted) >= 3
+    for line in quoted:  # (a placeholder such as <function> or N stands for a word)
+        assert re.fullmatch(pattern, line), line
+    # a failing check's ✗: what print shows has none; the notebook marks the first line
+    checks_page = (GUIDE / "checks.md").read_text(encoding="utf-8")
+    assert "# ✗" not in checks_page
+
+
+def test_the_teachers_page_covers_every_option_of_rl_mind_practical() -> None:
+    from rl_mind.practicals import _parser
+
+    page = (GUIDE / "teachers.md").read_text(encoding="utf-8")
+    options = [o for a in _parser()._actions for o in a.option_strings if o.startswith("--")]
+    assert {"--check", "--nbgrader", "--reference"} <= set(options)
+    for option in options:
+        assert f"`{option}" in page or option == "--help", option
+    for step in ("nbgrader generate_assignment", "nbgrader autograde", "--execute", "Check("):
+        assert step in page, step
+
+
+def test_a_probe_the_check_cannot_honour_is_refused_by_rl_mind_practical_naming_its_line() -> None:
+    from rl_mind.practicals import render_notebooks
+
+    wrong = TEACHER_SOURCE.replace(
+        "            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),\n",
+        "            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),\n"
+        "            cases=(3,),\n",
+    )
+    assert wrong != TEACHER_SOURCE
+    with pytest.raises(ValueError, match=r"toy, line 13: .*runs on the cases \[3\], which are not"):
+        render_notebooks(wrong, name="toy")
+    late_base = TEACHER_SOURCE.replace(
+        "            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),\n",
+        "            lambda result, doubled: not torch.allclose(result, doubled, atol=1e-4),\n"
+        "            base=lambda inputs: {'x': inputs['advantages']},\n",
+    )
+    with pytest.raises(ValueError, match=r"toy, line 13: .*must return the inputs by name"):
+        render_notebooks(late_base, name="toy")

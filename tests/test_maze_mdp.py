@@ -232,3 +232,25 @@ def test_0_4s_other_drawing_and_its_retired_methods() -> None:
         inner.set_render_func(print)
     with pytest.raises(AttributeError, match="has no attribute 'not_a_method'"):
         inner.not_a_method  # noqa: B018
+
+
+def test_an_unregistered_maze_says_to_import_rl_mind_envs() -> None:
+    import subprocess
+    import sys
+
+    # (a fresh interpreter: importing rl_mind alone registers no environment)
+    code = (
+        "import rl_mind\n"
+        "for make in (lambda: rl_mind.VecEnv('MazeMDP-v0', 1),\n"
+        "             lambda: rl_mind.record_video(None, 'MazeMDP-v0', '.')):\n"
+        "    try:\n"
+        "        make()\n"
+        "    except ValueError as error:\n"
+        "        print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    lines = done.stdout.strip().split("\n")
+    assert len(lines) == 2, done.stdout + done.stderr
+    for line in lines:
+        assert "unknown environment id 'MazeMDP-v0'" in line
+        assert "registered by `import rl_mind.envs`" in line

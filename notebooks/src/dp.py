@@ -158,7 +158,9 @@ ax = plot_maze(maze, v_uniform, title="V of the uniformly random policy")
 #
 # Given values $v$, the greedy policy takes in each state the action of the best
 # lookahead, $\arg\max_a q(s, a)$. Return it as a `[S, A]` float tensor of probabilities:
-# one 1 per row, at the greedy action (`F.one_hot(..., num_classes).to(v.dtype)`).
+# one 1 per row, at the greedy action (`F.one_hot(..., num_classes).to(v.dtype)`). Ties are
+# common (all the goal's actions earn 1, and many cells have two shortest ways to it): on a
+# tie, put the 1 on one of the best actions, or split it between them; a row sums to 1.
 
 
 # %%
@@ -180,15 +182,14 @@ check_greedy_policy(greedy_policy)
 # policy no longer changes: it is then optimal (the policy improvement theorem).
 
 # %%
-policy, iteration = uniform, 0
-while iteration < 100:
+policy, iteration, stable = uniform, 0, False
+while iteration < 100 and not stable:
     iteration += 1
     v_policy = policy_evaluation(P, r, gamma, terminal, policy, config.tolerance)
     improved = greedy_policy(P, r, gamma, terminal, v_policy)
-    if torch.equal(improved, policy):
-        break
+    stable = torch.equal(improved, policy)
     policy = improved
-print(f"policy iteration: stable after {iteration} evaluations")
+print(f"policy iteration: {'stable' if stable else 'still changing'} after {iteration} evaluations")
 ax = plot_maze(maze, v_policy, policy, title=f"Policy iteration ({iteration} evaluations)")
 
 
@@ -200,7 +201,8 @@ ax = plot_maze(maze, v_policy, policy, title=f"Policy iteration ({iteration} eva
 # $$v(s) \leftarrow \max_a q(s, a)$$
 #
 # from $v = 0$, until the largest change of a sweep is below `tolerance`, or after
-# `max_sweeps` sweeps (to watch it work). Synchronous or in-place sweeps are both fine.
+# `max_sweeps` sweeps (to watch it work: with `tolerance = 0` it stops after exactly
+# `max_sweeps`). Synchronous or in-place sweeps are both fine.
 
 
 # %%

@@ -46,7 +46,8 @@ from rl_mind.checks.dp import (
     check_value_iteration,
 )
 from rl_mind.checks.dqn import check_dqn_loss, check_dqn_td_target
-from rl_mind.checks.engine import Case, CheckFailure, Probe, Spec
+from rl_mind.checks.engine import Case, CheckFailure, Mistake, Probe, Spec
+from rl_mind.checks.limits import Limit
 from rl_mind.checks.ppo import check_gae, check_ppo_policy_loss, check_ppo_value_loss
 from rl_mind.checks.reinforce import check_discounted_returns, check_reinforce_loss
 from rl_mind.checks.sac import check_sac_actor_loss, check_sac_target, check_sac_temperature_loss
@@ -65,6 +66,8 @@ __all__ = [
     "Case",
     "Check",
     "CheckFailure",
+    "Limit",
+    "Mistake",
     "Probe",
     "check_a2c_loss",
     "check_discounted_returns",
@@ -95,7 +98,7 @@ __all__ = [
     "regenerate",
 ]
 
-_ENGINE = {"engine", "inputs", "references", "teacher", "__main__"}
+_ENGINE = {"engine", "inputs", "limits", "references", "teacher", "__main__"}
 
 
 def practical_modules() -> list[ModuleType]:

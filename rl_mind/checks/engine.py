@@ -19,7 +19,12 @@ answer. When a result is wrong, a spec's :class:`Probe` may call the function ag
 changed inputs to name a mistake the values alone do not show (a loss that does not move
 when the targets are shuffled compares every Q-value with every target), and a
 :class:`Mistake` (a known wrong answer, in a check a teacher declares) names the mistake
-whose result the student's equals.
+whose result the student's equals. Each probe may be limited to the cases where its change
+matters, so that it names its own mistake and never another. A case of a function that
+loops until it converges carries a :class:`~rl_mind.checks.limits.Limit`: past it, the
+case fails with "does not converge within N sweeps" (and the probe that tells why), so
+that a check always returns. A policy whose best actions tie (``Spec.ties_from``) may put
+its probability on any of them.
 
 What the reader must not get wrong: a check never swallows the student's exceptions (a
 ``NotImplementedError`` from an unfilled gap, a shape error) — they propagate unchanged
@@ -46,8 +51,9 @@ import torch
 from torch import Tensor, nn
 
 from rl_mind.checks.inputs import changed_parts, materialize
+from rl_mind.checks.limits import Exhausted, Limit, bounded_call
 
-__all__ = ["Case", "CheckFailure", "Mistake", "Probe", "Spec", "run", "same_result"]
+__all__ = ["Case", "CheckFailure", "Limit", "Mistake", "Probe", "Spec", "run", "same_result"]
 
 _ATOL, _RTOL = 1e-5, 1e-4
 
@@ -84,13 +90,41 @@ class Case:
     the likely mistake when it is the first case that fails.
 
     ``inputs`` builds the case's inputs from a seeded ``torch.Generator`` (a dict, argument
-    name -> value, in the order of the function's arguments); a :class:`Check` declared in
-    a practical source needs it, a package module's :class:`Spec` builds its cases itself.
+    name -> value); a :class:`Check` declared in a practical source needs it, a package
+    module's :class:`Spec` builds its cases itself. ``limit`` bounds each call of the
+    student's function on the case (sweeps over an input, and time:
+    :class:`~rl_mind.checks.limits.Limit`), for a function that loops until it converges.
     """
 
     name: str
     hint: str
     inputs: Callable[[torch.Generator], dict[str, Any]] | None = None
+    limit: Limit | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not isinstance(self.hint, str):
+            raise TypeError(
+                f"Case(name, hint, inputs): name and hint are texts, got {self.name!r} and "
+                f"{self.hint!r}"
+            )
+        if self.inputs is not None and not callable(self.inputs):
+            raise TypeError(
+                f"Case {self.name!r}: inputs must be a function of a torch.Generator, got "
+                f"{type(self.inputs).__name__}"
+            )
+        if self.limit is not None and not isinstance(self.limit, Limit):
+            raise TypeError(f"Case {self.name!r}: limit must be a Limit, got {self.limit!r}")
+
+
+def _checked_cases(owner: str, cases: Any) -> tuple[int | str, ...]:
+    cases = (cases,) if isinstance(cases, int | str) else tuple(cases)
+    for case in cases:
+        if isinstance(case, bool) or not isinstance(case, int | str) or case in range(-999, 1):
+            raise TypeError(
+                f"{owner}: cases are case numbers (1 for the first, as the check prints them) or "
+                f"case names, got {case!r}"
+            )
+    return cases
 
 
 @dataclass(frozen=True)
@@ -102,14 +136,31 @@ class Probe:
     ``change`` maps the case's stored inputs to new stored inputs (it must not modify
     them); ``fires`` compares the first outputs of the two calls. With ``base``, the first
     call is made on ``base(stored)`` (inputs chosen to show the mistake, e.g. a ratio in a
-    given range) and the second on ``change(base(stored))``. A change that changes nothing
-    tells nothing: the probe is then skipped.
+    given range) and the second on ``change(base(stored))``. ``cases`` limits the probe to
+    some cases (their numbers, 1 for the first, or their names); by default it runs on
+    every failing case. A change that changes nothing tells nothing: the probe is then
+    skipped. Where a case's call does not return within its limit, only the probes with a
+    ``base`` run (they call the function on their own inputs).
     """
 
     change: Callable[[dict[str, Any]], dict[str, Any]]
     fires: Callable[[Tensor, Tensor], bool]
     message: str = ""
     base: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    cases: tuple[int | str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("change", "fires"):
+            if not callable(getattr(self, name)):
+                raise TypeError(
+                    f"Probe(change, fires): {name} must be a function, got "
+                    f"{type(getattr(self, name)).__name__}"
+                )
+        if self.base is not None and not callable(self.base):
+            raise TypeError(f"Probe: base must be a function, got {type(self.base).__name__}")
+        if not isinstance(self.message, str):
+            raise TypeError(f"Probe: message must be a text, got {self.message!r}")
+        object.__setattr__(self, "cases", _checked_cases("Probe", self.cases))
 
 
 @dataclass(frozen=True)
@@ -117,10 +168,24 @@ class Mistake:
     """A known wrong answer: when a case's values are wrong and equal what ``function``
     (called with the same arguments as the student's) returns on that case, ``message``
     replaces the case's hint. It names the mistake; its code is the teacher's, never
-    printed."""
+    printed. ``cases`` limits it to some cases, as for :class:`Probe`."""
 
     function: Callable[..., Any]
     message: str = ""
+    cases: tuple[int | str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not callable(self.function):
+            raise TypeError(
+                f"Mistake: function must be a wrong answer (a function), got "
+                f"{type(self.function).__name__}"
+            )
+        object.__setattr__(self, "cases", _checked_cases("Mistake", self.cases))
+
+
+def applies(probe: Probe | Mistake, number: int, case: Case) -> bool:
+    """Whether ``probe`` runs on the case ``case``, number ``number`` (1 for the first)."""
+    return not probe.cases or number in probe.cases or case.name in probe.cases
 
 
 def same_result(result: Tensor, changed: Tensor) -> bool:
@@ -141,7 +206,11 @@ class Spec:
     or are wrong while the value is right; ``changed_messages``, keyed by argument, the
     message about an input changed in place (``{name}`` is the part that changed);
     ``axes`` the letters that name the output's dimensions in messages (``"sa"`` for a
-    ``[S, A]`` table; by default ``t, b`` or ``n``).
+    ``[S, A]`` table; by default ``t, b`` or ``n``). ``ties_from`` names the gap function
+    (same arguments) whose output scores each entry of this one's, a policy ``[S, A]``: a
+    row whose best score is shared (a tie) may put its probability on any of the best
+    entries, or split it between them; ``tie_message`` is what a tied row whose
+    probabilities do not sum to 1 is told.
     """
 
     function: str
@@ -160,6 +229,27 @@ class Spec:
     changed_messages: dict[str, str] = field(default_factory=dict)
     sign_message: str = "the result has the opposite sign of what it should be (a sign error)"
     axes: str = ""  # the letters naming the output's dimensions in messages (default t, b or n)
+    ties_from: str | None = None
+    tie_message: str = (
+        "{row} has a tie ({tied} entries share the best score) and puts a total of {total:.4g} "
+        "on them: its probabilities must sum to 1 (one of the best entries, or the 1 split "
+        "between them)"
+    )
+
+    def __post_init__(self) -> None:
+        names = [case.name for case in self.cases]
+        for probe in self.probes:
+            unknown = [
+                case
+                for case in probe.cases
+                if (isinstance(case, int) and case > len(self.cases))
+                or (isinstance(case, str) and case not in names)
+            ]
+            if unknown:
+                raise ValueError(
+                    f"{self.function}: a probe names the cases {unknown}, which do not exist; "
+                    f"the cases are 1 to {len(self.cases)}: {names}"
+                )
 
     def check(self, student_fn: Callable[..., Any]) -> None:
         """Run ``student_fn`` on every case: print ``✓`` when all pass, else raise
@@ -179,7 +269,7 @@ def run(spec: Spec, student_fn: Callable[..., Any], cases: Sequence[dict[str, An
     try:
         for i, (case, stored) in enumerate(zip(spec.cases, cases)):
             try:
-                _run_case(spec, student_fn, stored)
+                _run_case(spec, student_fn, stored, i + 1, case)
             except _Mismatch as mismatch:
                 hint = f"\n  Hint: {case.hint}." if mismatch.hint else ""
                 raise CheckFailure(
@@ -281,8 +371,15 @@ def build_inputs(spec: Spec, stored: dict[str, Any]) -> dict[str, Any]:
     return {name: materialize(stored[name], name in spec.grad_inputs) for name in spec.args}
 
 
-def call(spec: Spec, fn: Callable[..., Any], inputs: dict[str, Any]) -> Any:
-    return fn(*[inputs[name] for name in spec.args])
+def call(
+    spec: Spec, fn: Callable[..., Any], inputs: dict[str, Any], limit: Limit | None = None
+) -> Any:
+    """``fn`` called with ``inputs`` in the order of ``spec.args``, within ``limit`` (else
+    :class:`~rl_mind.checks.limits.Exhausted`) when there is one."""
+    args = [inputs[name] for name in spec.args]
+    if limit is None:
+        return fn(*args)
+    return bounded_call(fn, args, inputs.get(limit.over), limit)
 
 
 def grad_input_names(spec: Spec, inputs: dict[str, Any]) -> list[str]:
@@ -342,6 +439,21 @@ def close(a: Tensor, b: Tensor) -> bool:
     return a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=_ATOL, rtol=_RTOL)
 
 
+def _broadcast(square: Tensor) -> bool:
+    """Whether an ``[n, n]`` result is what combining an ``[n, 1]`` tensor with an ``[n]``
+    one gives (``x[i, j] = f(a[i], b[j])`` for a sum or a product): then its rows differ
+    from the first one by multiples of one vector (or its columns from the first column)."""
+    if not square.is_floating_point() or not torch.isfinite(square).all():
+        return True  # (nothing to tell them apart: the common case)
+    value = square.double()
+    scale = float(value.abs().max()) or 1.0
+    for spread in (value - value[:1], value - value[:, :1]):
+        singular = torch.linalg.svdvals(spread / scale)  # (float32 results: a loose rank)
+        if len(singular) < 2 or float(singular[1]) <= 1e-5 * max(float(singular[0]), 1e-12):
+            return True
+    return False
+
+
 def _describe_row(stored: dict[str, Any], index: tuple[int, ...], axes: str = "") -> str:
     words = []
     for flag in ("terminated", "truncated"):
@@ -382,10 +494,18 @@ def _compare_value(
         message = f"{label}expected shape {list(expected.shape)}, got {list(got.shape)}"
         if expected.dim() == 1 and list(got.shape) == [len(expected)] * 2:
             size = len(expected)
-            message += (
-                f": a [{size}, 1] tensor combined with a [{size}] one broadcasts to "
-                f"[{size}, {size}]; make both [{size}] (.squeeze(-1) the [{size}, 1] one)"
-            )
+            if _broadcast(got.detach()):
+                message += (
+                    f": a [{size}, 1] tensor combined with a [{size}] one broadcasts to "
+                    f"[{size}, {size}]; make both [{size}] (.squeeze(-1) the [{size}, 1] one)"
+                )
+            else:
+                message += (
+                    f": one value per row is expected, and this result pairs every row with "
+                    f"every other: indexing the columns of a [{size}, ...] tensor with "
+                    f"{size} indices, after its rows were picked, takes every (row, column) "
+                    f"pair; pick one entry per row, rows and columns indexed together"
+                )
         raise _Mismatch(message, hint=False)
     if not got.is_floating_point():
         raise _Mismatch(f"{label}expected a floating-point tensor, got {got.dtype}")
@@ -494,10 +614,21 @@ def _first(result: Any) -> Any:
 
 
 def _probe(
-    spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any], result: Any
+    spec: Spec,
+    student_fn: Callable[..., Any],
+    stored: dict[str, Any],
+    result: Any,
+    number: int,
+    case: Case,
 ) -> str | None:
-    """The message of the first probe that fires on this wrong result, if any."""
+    """The message of the first probe that fires on this wrong result, if any. ``result``
+    None: the call did not return within the case's limit, and only the probes with a
+    ``base`` (which call the function on inputs of their own) can tell why."""
     for probe in spec.probes:
+        if not applies(probe, number, case):
+            continue
+        if result is None and (isinstance(probe, Mistake) or probe.base is None):
+            continue
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -509,12 +640,14 @@ def _probe(
                 before, first = stored, _first(result)
                 if probe.base is not None:
                     before = probe.base(stored)
-                    first = _first(call(spec, student_fn, build_inputs(spec, before)))
+                    inputs = build_inputs(spec, before)
+                    first = _first(call(spec, student_fn, inputs, case.limit))
                 changed = probe.change(before)
                 if _same_stored(changed, before):
                     continue
-                again = _first(call(spec, student_fn, build_inputs(spec, changed)))
-        except Exception:  # (a probe only chooses the message: the case has failed already)
+                again = _first(call(spec, student_fn, build_inputs(spec, changed), case.limit))
+        # (a probe only chooses the message: the case has failed already)
+        except (Exception, Exhausted):
             continue
         if (
             isinstance(first, Tensor)
@@ -524,6 +657,37 @@ def _probe(
         ):
             return probe.message
     return None
+
+
+def _settle_ties(spec: Spec, got: Any, expected: dict[str, Any], stored: dict[str, Any]) -> Any:
+    """``got`` with each tied row that is right (its probability on the best entries of the
+    row, summing to 1) replaced by the reference's row, so that the comparison that follows
+    sees only the rows that are wrong; a tied row on the best entries that does not sum to
+    1 is named."""
+    scores = expected.get("scores")
+    want = expected["outputs"][spec.outputs[0]]
+    if (
+        not isinstance(got, Tensor)
+        or not isinstance(scores, Tensor)
+        or got.shape != want.shape
+        or not got.is_floating_point()
+        or got.dim() != 2
+    ):
+        return got
+    value = got.detach().double()
+    scores = scores.double()
+    best = scores >= scores.max(dim=1, keepdim=True).values - _ATOL
+    on_best = ((value.abs() <= _ATOL) | best).all(dim=1) & (value >= -_ATOL).all(dim=1)
+    total = value.sum(dim=1)
+    tied = best.sum(dim=1) > 1
+    for row in (tied & on_best & ((total - 1.0).abs() > _ATOL)).nonzero().flatten().tolist():
+        where = _describe_row(stored, (row,), spec.axes[:1])
+        message = spec.tie_message.format(
+            row=where, tied=int(best[row].sum()), total=float(total[row])
+        )
+        raise _Mismatch(message, hint=False)
+    settled = torch.where((tied & on_best).unsqueeze(1), want.double(), value)
+    return settled.to(got.dtype)
 
 
 def _check_order(spec: Spec, outputs: dict[str, Any], expected: dict[str, Tensor]) -> None:
@@ -542,10 +706,19 @@ def _check_order(spec: Spec, outputs: dict[str, Any], expected: dict[str, Tensor
             )
 
 
-def _run_case(spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any]) -> None:
+def _run_case(
+    spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any], number: int, case: Case
+) -> None:
     inputs = build_inputs(spec, stored["inputs"])
     expected = stored["expected"]
-    result = call(spec, student_fn, inputs)
+    try:
+        result = call(spec, student_fn, inputs, case.limit)
+    except Exhausted as exhausted:  # (only a call with a limit ends this way)
+        said = case.limit.describe(exhausted.reason) if case.limit else str(exhausted)
+        message = _probe(spec, student_fn, stored["inputs"], None, number, case)
+        if message is None:
+            raise _Mismatch(said) from None
+        raise _Mismatch(f"{said}: {message}", hint=False) from None
     _check_unchanged(spec, inputs, stored["inputs"])
     if spec.kind == "inplace":
         for name in spec.changes:
@@ -555,12 +728,19 @@ def _run_case(spec: Spec, student_fn: Callable[..., Any], stored: dict[str, Any]
                         raise _Mismatch(f"{name}[{i}] has wrong parameters ({key})")
         return
     outputs = outputs_of(spec, result)
+    if spec.ties_from is not None:
+        name = spec.outputs[0]
+        outputs[name] = _settle_ties(spec, outputs[name], expected, stored["inputs"])
     _check_order(spec, outputs, expected["outputs"])
     for name in spec.outputs:
         try:
             _compare_value(name, outputs[name], expected["outputs"][name], spec, stored["inputs"])
         except _Mismatch as mismatch:
-            message = _probe(spec, student_fn, stored["inputs"], result) if mismatch.hint else None
+            message = (
+                _probe(spec, student_fn, stored["inputs"], result, number, case)
+                if mismatch.hint
+                else None
+            )
             if message is None:
                 raise
             raise _Mismatch(message, hint=False) from None

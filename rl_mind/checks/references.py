@@ -61,14 +61,20 @@ def reference_functions(
     return found
 
 
-def _expected_record(spec: Spec, stored: dict[str, Any], fn: Callable[..., Any]) -> dict[str, Any]:
-    """Run the reference ``fn`` on one case: its outputs (and gradients, for losses)."""
+def _expected_record(
+    spec: Spec, stored: dict[str, Any], references: dict[str, Callable[..., Any]]
+) -> dict[str, Any]:
+    """Run the reference of ``spec`` on one case: its outputs (and gradients, for losses;
+    the scores of ``spec.ties_from``, where ties are allowed)."""
     inputs = build_inputs(spec, stored)
-    result = call(spec, fn, inputs)
+    result = call(spec, references[spec.function], inputs)
     if spec.kind == "inplace":
         return {name: [m.state_dict() for m in inputs[name]] for name in spec.changes}
     outputs = outputs_of(spec, result)
     record: dict[str, Any] = {"outputs": {k: v.detach().clone() for k, v in outputs.items()}}
+    if spec.ties_from is not None:
+        scores = call(spec, references[spec.ties_from], build_inputs(spec, stored))
+        record["scores"] = scores.detach().clone()
     if spec.kind in ("loss", "losses"):
         names = grad_input_names(spec, inputs)
         record["grads"] = {k: gradients(v, inputs, names) for k, v in outputs.items()}
@@ -79,7 +85,10 @@ def expected_data(
     specs: Sequence[Spec], references: dict[str, Callable[..., Any]]
 ) -> dict[str, list[dict[str, Any]]]:
     """The inputs and expected outputs of every case of ``specs`` (one practical's data)."""
-    missing = sorted(spec.function for spec in specs if spec.function not in references)
+    needed = {spec.function for spec in specs} | {
+        spec.ties_from for spec in specs if spec.ties_from is not None
+    }
+    missing = sorted(name for name in needed if name not in references)
     if missing:
         raise ValueError(f"no reference solution for {missing}; pass the practical's source")
     data: dict[str, list[dict[str, Any]]] = {}
@@ -89,7 +98,7 @@ def expected_data(
             # a seed per function and case: adding a case or a practical changes no other data
             seed = zlib.crc32(f"{spec.function}/{i}".encode())
             inputs = spec.build(torch.Generator().manual_seed(seed), i)
-            expected = _expected_record(spec, inputs, references[spec.function])
+            expected = _expected_record(spec, inputs, references)
             cases.append({"inputs": inputs, "expected": expected})
         data[spec.function] = cases
     return data

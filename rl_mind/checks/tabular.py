@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rl_mind.checks.engine import TERMINAL, Case, Spec
+from rl_mind.checks.engine import TERMINAL, Case, Probe, Spec, close, same_result
 from rl_mind.checks.inputs import env_step
 
 __all__ = [
@@ -33,9 +33,7 @@ DATA = Path(__file__).with_suffix(".pt")
 S, A, B = 7, 4, 6
 TRUNCATED = (
     "a truncation (truncated=True: the time limit) is not a terminal state: the state still "
-    "has a future, so bootstrap from next_obs (mask the future with terminated, not done); "
-    "and use next_obs, the true successor: where an episode ended, obs is already the next "
-    "episode's first state"
+    "has a future, so bootstrap from next_obs (mask the future with terminated, not done)"
 )
 
 
@@ -53,7 +51,7 @@ def _build_epsilon_greedy(g: torch.Generator, case: int) -> dict[str, Any]:
 
 def _build_target(g: torch.Generator, case: int) -> dict[str, Any]:
     q = _table(g)
-    obs = torch.randint(0, S, (B,), generator=g)
+    torch.randint(0, S, (B,), generator=g)  # (drawn as before: the later draws stay the same)
     next_obs = torch.randint(0, S, (B,), generator=g)
     terminated = torch.zeros(B, dtype=torch.bool)
     truncated = torch.zeros(B, dtype=torch.bool)
@@ -62,7 +60,8 @@ def _build_target(g: torch.Generator, case: int) -> dict[str, Any]:
     if case == 2:
         truncated[[0, 3]] = True
         terminated[5] = True
-    shown = obs.clone()  # same-step reset: after an episode's end, obs is a new first state
+    # same-step reset: obs is next_obs, except after an episode's end: a new first state
+    shown = next_obs.clone()
     shown[terminated | truncated] = (next_obs[terminated | truncated] + 1) % S
     greedy = q[next_obs].argmax(dim=1)
     next_action = (greedy + torch.randint(1, A, (B,), generator=g)) % A  # never the greedy one
@@ -83,8 +82,75 @@ def _build_td_update(g: torch.Generator, case: int) -> dict[str, Any]:
         "obs": pairs // A,
         "action": pairs % A,
         "target": torch.randn(n, generator=g) * 3.0,
-        "learning_rate": (0.5, 0.1)[case],
+        "learning_rate": (0.3, 0.1)[case],  # (not 0.5: learning_rate and 1 - learning_rate differ)
     }
+
+
+def _gamma_halved(stored: dict[str, Any]) -> dict[str, Any]:
+    return {**stored, "gamma": 0.5 * stored["gamma"]}
+
+
+def _rewards_plus_one(stored: dict[str, Any]) -> dict[str, Any]:
+    step = stored["step"]
+    return {**stored, "step": {**step, "reward": step["reward"] + 1.0}}
+
+
+def _not_moved_by_one(target: Tensor, changed: Tensor) -> bool:
+    return not close(changed - target, torch.ones_like(target))
+
+
+def _q_plus_one(stored: dict[str, Any]) -> dict[str, Any]:
+    return {**stored, "q": stored["q"] + 1.0}
+
+
+def _q_plus_one_with_no_episode_end(stored: dict[str, Any]) -> dict[str, Any]:
+    step = stored["step"]
+    no_end = torch.zeros_like(step["terminated"])
+    ongoing = {**step, "obs": step["next_obs"], "terminated": no_end, "truncated": no_end}
+    return {**stored, "step": ongoing}
+
+
+def _ignores_q(target: Tensor, changed: Tensor) -> bool:
+    return close(target, changed)
+
+
+def _other_next_action(stored: dict[str, Any]) -> dict[str, Any]:
+    return {**stored, "next_action": (stored["next_action"] + 1) % A}
+
+
+def _obs_changed_where_an_episode_ended(stored: dict[str, Any]) -> dict[str, Any]:
+    step = stored["step"]
+    ended = step["terminated"] | step["truncated"]
+    obs = torch.where(ended, (step["obs"] + 3) % S, step["obs"])
+    return {**stored, "step": {**step, "obs": obs}}
+
+
+def _target_probes(next_action: Probe, obs_message: str) -> tuple[Probe, ...]:
+    """The probes of a TD target, the one about ``next_action`` third."""
+    return (
+        # where no episode ends, q + 1 must move every target by gamma
+        Probe(
+            _q_plus_one,
+            _ignores_q,
+            "the targets do not change with q where no episode ends: bootstrap from the next "
+            "state's value where the episode goes on (is the terminated mask inverted? the "
+            "future counts where terminated is False)",
+            base=_q_plus_one_with_no_episode_end,
+        ),
+        Probe(
+            _gamma_halved,
+            same_result,
+            "the targets do not change with gamma: discount the next state's value by gamma",
+        ),
+        next_action,
+        Probe(
+            _rewards_plus_one,
+            _not_moved_by_one,
+            "adding 1 to the rewards does not add 1 to the targets: the reward is earned now, "
+            "not discounted (gamma multiplies only the next state's value)",
+        ),
+        Probe(_obs_changed_where_an_episode_ended, lambda a, b: not close(a, b), obs_message),
+    )
 
 
 EPSILON_GREEDY = Spec(
@@ -129,6 +195,18 @@ Q_LEARNING_TARGET = Spec(
     "target",
     DATA,
     axes="b",
+    probes=_target_probes(
+        Probe(
+            _other_next_action,
+            lambda a, b: not close(a, b),
+            "the targets change with next_action: Q-learning bootstraps from the best action "
+            "in next_obs, whatever the agent does next (bootstrapping from next_action is "
+            "SARSA)",
+        ),
+        "the targets change with step.obs where an episode ended: there step.obs is already "
+        "the first state of the next episode; Q-learning bootstraps from the best action in "
+        "next_obs, the true successor",
+    ),
 )
 
 SARSA_TARGET = Spec(
@@ -147,6 +225,18 @@ SARSA_TARGET = Spec(
     "target",
     DATA,
     axes="b",
+    probes=_target_probes(
+        Probe(
+            _other_next_action,
+            same_result,
+            "the targets do not change with next_action: SARSA bootstraps from the action "
+            "the agent takes next, q[next_obs, next_action], not from the best action (that "
+            "is Q-learning) nor from another value of next_obs that ignores next_action",
+        ),
+        "the targets change with step.obs where an episode ended: there step.obs is already "
+        "the first state of the next episode; SARSA bootstraps from next_obs, the true "
+        "successor, and next_action",
+    ),
 )
 
 TD_UPDATE = Spec(
@@ -168,6 +258,17 @@ TD_UPDATE = Spec(
     "target",
     DATA,
     axes="sa",
+    probes=(
+        # with learning_rate = 0 nothing moves, whatever the targets
+        Probe(
+            lambda stored: {**stored, "target": stored["target"] + 1.0},
+            lambda q, changed: not close(q, changed),
+            "with learning_rate = 0 the table moves toward the targets: learning_rate is the "
+            "size of the step toward the target (with 0 nothing moves, with 1 the entry "
+            "becomes its target): learning_rate and 1 - learning_rate are swapped",
+            base=lambda stored: {**stored, "learning_rate": 0.0},
+        ),
+    ),
     changed_messages={
         "q": "{name} was changed in place: return a new table (new_q = q.clone(), then "
         "update new_q), the caller still reads the old one",

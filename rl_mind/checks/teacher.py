@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import base64
 import dataclasses
+import inspect
 import io
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -39,13 +40,14 @@ from typing import Any, cast
 
 import torch
 
-from rl_mind.checks.engine import Case, Mistake, Probe, Spec, run
+from rl_mind.checks.engine import Case, Mistake, Probe, Spec, applies, run
 from rl_mind.checks.references import expected_data
 
 __all__ = [
     "Check",
     "declared_checks",
     "declared_names",
+    "declaration_ends",
     "decode_cases",
     "encode_cases",
     "load_code",
@@ -60,18 +62,25 @@ class Check:
     - ``function``: the name of the gap function (its reference solution is the function
       of that name in the practical source);
     - ``cases``: :class:`Case` s, each with a name (shown to the student), a hint (the
-      likely mistake when it is the first case that fails) and ``inputs``, a function of a
-      ``torch.Generator`` that returns the arguments by name, in the order of the
-      function's parameters (the same names in every case);
+      likely mistake when it is the first case that fails), ``inputs``, a function of a
+      ``torch.Generator`` that returns the arguments by name (each parameter of the
+      function, in any order: they are matched by name), and optionally a ``limit`` on a
+      function that loops (:class:`~rl_mind.checks.limits.Limit`);
     - ``kind``: ``"target"`` (a tensor that must carry no gradient), ``"loss"`` (a
       scalar whose gradients are checked too) or ``"losses"`` (a tuple of scalars, named
       by ``outputs``);
     - ``grad_inputs``: the tensor arguments given with ``requires_grad=True`` (their
       gradients are compared for a loss);
     - ``probes``: named mistakes, message -> a wrong answer (a function with the same
-      parameters: the message is shown when the student's result equals its result) or a
-      :class:`Probe` (an input change and a test on the two results);
+      parameters: the message is shown when the student's result equals its result; a
+      :class:`~rl_mind.checks.engine.Mistake` limits it to some cases) or a :class:`Probe`
+      (an input change and a test on the two results, its ``base`` and ``cases`` kept);
     - ``points``: what the check cell is worth in an nbgrader assignment.
+
+    What it cannot honour is refused: wrong arguments here (a ``TypeError`` or
+    ``ValueError``), and, when ``rl-mind practical`` computes the cases (:meth:`generate`),
+    inputs that are not the reference's parameters, a wrong answer that takes others, or a
+    probe that does not return the inputs by name.
 
     Calling it prints ``✓`` when every case passes, else raises
     :class:`~rl_mind.checks.CheckFailure`. Its cases are computed from the reference by
@@ -87,7 +96,7 @@ class Check:
         kind: str = "target",
         outputs: Sequence[str] = ("output",),
         grad_inputs: Sequence[str] = (),
-        probes: Mapping[str, Callable[..., Any] | Probe] | None = None,
+        probes: Mapping[str, Callable[..., Any] | Probe | Mistake] | None = None,
         points: float = 1.0,
         sign_message: str | None = None,
     ) -> None:
@@ -122,6 +131,23 @@ class Check:
         self.probes = tuple(
             _probe(function, message, probe) for message, probe in (probes or {}).items()
         )
+        names = [case.name for case in cases]
+        for message, probe in zip((probes or {}), self.probes):
+            unknown = [
+                case
+                for case in probe.cases
+                if (isinstance(case, int) and case > len(cases))
+                or (isinstance(case, str) and case not in names)
+            ]
+            if unknown:
+                raise ValueError(
+                    f"Check({function!r}): the probe {message!r} runs on the cases {unknown}, "
+                    f"which are not declared; the cases are 1 to {len(cases)}: {names}"
+                )
+        if sign_message is not None and not isinstance(sign_message, str):
+            raise TypeError(
+                f"Check({function!r}): sign_message must be a text, got {sign_message!r}"
+            )
         self.points = float(points)
         self.sign_message = sign_message
         self._stored: list[dict[str, Any]] | None = None
@@ -161,25 +187,89 @@ class Check:
 
     def generate(self, reference: Callable[..., Any]) -> str:
         """Compute the cases from the ``reference`` solution, keep them, and return them
-        encoded (what :meth:`load` takes)."""
-        args = tuple(self._inputs(0, torch.Generator().manual_seed(0)))
+        encoded (what :meth:`load` takes).
+
+        The inputs are matched to the reference's parameters by name (in any order in the
+        case's dict; parameters with a default, at the end, may be left out); a case whose
+        inputs are not the parameters, a wrong answer that does
+        not take them, a probe whose change does not return them, or a limit over no input
+        is a ``ValueError`` saying which."""
+        if not callable(reference):
+            raise TypeError(f"Check({self.function!r}): the reference must be a function")
+        parameters = _parameters(self.function, reference, f"the reference {self.function}")
+        built = [self._inputs(i, torch.Generator().manual_seed(0)) for i in range(len(self.cases))]
+        args = parameters or tuple(built[0])
+        if parameters:  # (parameters with a default, at the end, may be left out)
+            given = [parameters.index(name) + 1 for name in built[0] if name in parameters]
+            args = parameters[: max([_required(reference), *given])]
+        for case, inputs in zip(self.cases, built):
+            if set(inputs) != set(args):
+                missing = [name for name in args if name not in inputs]
+                extra = [name for name in inputs if name not in args]
+                raise ValueError(
+                    f"Check({self.function!r}): case {case.name!r} gives the inputs "
+                    f"{tuple(inputs)}, but {self.function} takes ({', '.join(args)}): give one "
+                    f"input per parameter, by its name"
+                    + (f"; missing {missing}" if missing else "")
+                    + (f"; not parameters {extra}" if extra else "")
+                )
+            if case.limit is not None and case.limit.over not in args:
+                raise ValueError(
+                    f"Check({self.function!r}): case {case.name!r} has a limit over "
+                    f"{case.limit.over!r}, which is not a parameter of {self.function} {args}"
+                )
         unknown = [name for name in self.grad_inputs if name not in args]
         if unknown:
             raise ValueError(
                 f"Check({self.function!r}): grad_inputs {unknown} are not arguments of the "
                 f"cases, which give {args}"
             )
-        spec = self.spec(args)
-        cases = expected_data([spec], {self.function: reference})[self.function]
-        for case, stored in zip(self.cases, cases):
-            if tuple(stored["inputs"]) != args:
-                raise ValueError(
-                    f"Check({self.function!r}): case {case.name!r} gives the arguments "
-                    f"{tuple(stored['inputs'])}, the first case {args}; give the same in "
-                    f"every case"
+        for probe in self.probes:
+            if isinstance(probe, Mistake):
+                taken = _parameters(
+                    self.function, probe.function, f"the wrong answer {probe.message!r}"
                 )
+                if taken and len(taken) != len(args):
+                    raise ValueError(
+                        f"Check({self.function!r}): the wrong answer {probe.message!r} takes "
+                        f"({', '.join(taken)}), but {self.function} takes ({', '.join(args)}): a "
+                        f"wrong answer takes the same parameters as the function"
+                    )
+        spec = self.spec(args)
+        # (the inputs in the order of the parameters: a case's dict may give them in any order)
+        ordered = dataclasses.replace(
+            spec, build=lambda generator, i: _ordered(self._inputs(i, generator), args)
+        )
+        cases = expected_data([ordered], {self.function: reference})[self.function]
+        self._check_probes(args, cases)
         self._stored = cases
         return encode_cases(cases)
+
+    def _check_probes(self, args: tuple[str, ...], cases: list[dict[str, Any]]) -> None:
+        """Refuse a probe whose ``base`` or ``change`` does not return the inputs by name."""
+        for message, probe in zip([p.message for p in self.probes], self.probes):
+            if not isinstance(probe, Probe):
+                continue
+            for number, (case, stored) in enumerate(zip(self.cases, cases), start=1):
+                if not applies(probe, number, case):
+                    continue
+                inputs = dict(stored["inputs"])
+                for part in (probe.base, probe.change):
+                    if part is None:
+                        continue
+                    try:
+                        inputs = part(inputs)
+                    except Exception as error:
+                        raise ValueError(
+                            f"Check({self.function!r}): the probe {message!r} fails on case "
+                            f"{case.name!r}: {type(error).__name__}: {error}"
+                        ) from error
+                    if not isinstance(inputs, dict) or set(inputs) != set(args):
+                        got = tuple(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+                        raise ValueError(
+                            f"Check({self.function!r}): the probe {message!r} must return the "
+                            f"inputs by name, {args} (e.g. {{**inputs, 'x': ...}}), got {got}"
+                        )
 
     def load(self, encoded: str) -> None:
         """Take the cases computed by :meth:`generate` (in a generated notebook)."""
@@ -203,17 +293,54 @@ class Check:
         run(self.spec(tuple(self._stored[0]["inputs"])), student_fn, self._stored)
 
 
-def _probe(function: str, message: str, probe: Callable[..., Any] | Probe) -> Probe | Mistake:
+def _probe(
+    function: str, message: str, probe: Callable[..., Any] | Probe | Mistake
+) -> Probe | Mistake:
     if not isinstance(message, str) or not message.strip():
         raise TypeError(f"Check({function!r}): a probe is named by its message, got {message!r}")
-    if isinstance(probe, Probe):
-        return Probe(probe.change, probe.fires, message)
+    if isinstance(probe, Probe | Mistake):
+        if probe.message and probe.message != message:
+            raise ValueError(
+                f"Check({function!r}): the probe {message!r} has a message of its own, "
+                f"{probe.message!r}; a probe's message is its key in probes (leave the "
+                f"Probe's own empty)"
+            )
+        return dataclasses.replace(probe, message=message)  # (its base and cases kept)
     if callable(probe):
         return Mistake(probe, message)
     raise TypeError(
-        f"Check({function!r}): the probe {message!r} must be a wrong answer (a function) or "
-        f"a Probe, got {type(probe).__name__}"
+        f"Check({function!r}): the probe {message!r} must be a wrong answer (a function), "
+        f"a Probe or a Mistake, got {type(probe).__name__}"
     )
+
+
+def _parameters(function: str, fn: Callable[..., Any], what: str) -> tuple[str, ...]:
+    """The names of the positional parameters of ``fn`` (the reference, or a wrong answer)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # (a builtin: nothing to compare)
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in signature.parameters.values()):
+        return ()
+    names = tuple(name for name, p in signature.parameters.items() if p.kind in kinds)
+    if not names:
+        raise ValueError(f"Check({function!r}): {what} takes no positional parameter")
+    return names
+
+
+def _required(fn: Callable[..., Any]) -> int:
+    """How many positional parameters of ``fn`` have no default (they come first)."""
+    return sum(
+        1
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and p.default is inspect.Parameter.empty
+    )
+
+
+def _ordered(inputs: dict[str, Any], args: tuple[str, ...]) -> dict[str, Any]:
+    return {name: inputs[name] for name in args}
 
 
 # ---------------------------------------------------------------------- the cases as text
@@ -263,17 +390,32 @@ def _is_check(node: ast.stmt) -> bool:
 
 def declared_names(source: str) -> list[str]:
     """The names that the code ``source`` (a cell) assigns a ``Check(...)`` to at top level."""
+    return list(declaration_ends(source))
+
+
+def declaration_ends(source: str) -> dict[str, int]:
+    """The names that the code ``source`` (a cell) assigns a ``Check(...)`` to at top level,
+    each with the last line (1 for the first) of its declaration: where its ``.load(...)``
+    goes."""
     try:
         tree = ast.parse(source)
     except SyntaxError:  # (a cell of notebook magics)
-        return []
-    return [
-        target.id
+        return {}
+    return {
+        target.id: int(node.end_lineno or node.lineno)
         for node in tree.body
         if _is_check(node)
         for target in cast(ast.Assign, node).targets
         if isinstance(target, ast.Name)
-    ]
+    }
+
+
+def _not_declarable(where: str, error: Exception) -> ValueError:
+    return ValueError(
+        f"{where}: its checks are declared from its imports, functions, classes and check "
+        f"declarations alone (the rest of the practical does not run), and these failed: "
+        f"{type(error).__name__}: {error}"
+    )
 
 
 def declared_checks(text: str, where: str = "<source>") -> dict[str, tuple[Check, str]]:
@@ -296,14 +438,16 @@ def declared_checks(text: str, where: str = "<source>") -> dict[str, tuple[Check
         or _is_check(node)
     ]
     namespace: dict[str, Any] = {}
-    try:
-        exec(compile(ast.Module(body=runnable, type_ignores=[]), where, "exec"), namespace)
-    except Exception as error:
-        raise ValueError(
-            f"{where}: its checks are declared from its imports, functions, classes and check "
-            f"declarations alone (the rest of the practical does not run), and these failed: "
-            f"{type(error).__name__}: {error}"
-        ) from error
+    for node in runnable:
+        try:
+            exec(compile(ast.Module(body=[node], type_ignores=[]), where, "exec"), namespace)
+        except (TypeError, ValueError) as error:
+            if not _is_check(node):
+                raise _not_declarable(where, error) from error
+            # (what a Check, Case, Probe or Limit refuses: said where it is written)
+            raise ValueError(f"{where}, line {node.lineno}: {error}") from error
+        except Exception as error:
+            raise _not_declarable(where, error) from error
     checks: dict[str, tuple[Check, str]] = {}
     for node in declarations:
         node = cast(ast.Assign, node)  # (_is_check)
@@ -327,5 +471,10 @@ def declared_checks(text: str, where: str = "<source>") -> dict[str, tuple[Check
                 f"{where}, line {node.lineno}: {name} checks {check.function}, but the source "
                 f"defines no function {check.function} (its reference solution)"
             )
-        checks[name] = (check, check.generate(reference))
+        try:
+            checks[name] = (check, check.generate(reference))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{where}, line {node.lineno}: {error}") from error
+        except Exception as error:  # (a case that needs the rest of the practical, say)
+            raise _not_declarable(where, error) from error
     return checks

@@ -157,7 +157,8 @@ def setup_tensorboard(
         raise ValueError(f"setup_tensorboard: {path} is a file, expected a folder")
     path.mkdir(parents=True, exist_ok=True)
     program = _tensorboard_program()
-    command = f'{program} --logdir "{path}"'
+    shown = f'"{program}"' if " " in program else program  # (a folder with a space)
+    command = f'{shown} --logdir "{path}"'
     if is_notebook():
         from IPython import get_ipython
         from IPython.display import Markdown, display

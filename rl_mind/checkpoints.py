@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rl_mind.core import _checked_device
+from rl_mind._validation import checked_device
 
 __all__ = ["CheckpointError", "load_checkpoint", "save_checkpoint"]
 
@@ -144,7 +144,7 @@ def save_checkpoint(obj: Any, path: str | os.PathLike[str]) -> Path:
             torch.save(checkpoint, file)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(temp_name, _mode_of_new_files())
+        os.chmod(temp_name, mode_of_new_files())
         os.replace(temp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -154,7 +154,7 @@ def save_checkpoint(obj: Any, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def _mode_of_new_files() -> int:
+def mode_of_new_files() -> int:
     """The mode ``open()`` gives a new file: 0o666 less the process's umask. (``mkstemp``
     makes its file owner-only and the rename keeps that, which locks a shared folder's
     readers out of a checkpoint or a video.)"""
@@ -240,7 +240,7 @@ def load_checkpoint(
     ``weights_only`` loading refuses.
     """
     if isinstance(map_location, str | torch.device):  # (not reported as a corrupt file)
-        map_location = _checked_device(map_location, "load_checkpoint: map_location")
+        map_location = checked_device(map_location, "load_checkpoint: map_location")
     source = Path(path).expanduser().resolve()
     if not source.exists():
         raise FileNotFoundError(f"load_checkpoint: no checkpoint at {source}")

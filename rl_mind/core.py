@@ -15,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import numbers
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar
 
 import torch
 from torch import Tensor, nn
 from typing_extensions import Self
+
+from rl_mind._validation import as_int, checked_device
 
 __all__ = [
     "Action",
@@ -44,51 +45,13 @@ def unbatched(**kwargs: Any) -> Any:
     return dataclasses.field(metadata=metadata, **kwargs)
 
 
-def _as_int(value: Any) -> int | None:
-    """``value`` as an int if it is a whole number (an int or a numpy integer, not a bool)."""
-    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    return int(value) if whole else None
-
-
-def _checked_device(device: Any, owner: str) -> torch.device:
-    """``device`` as a ``torch.device`` (None: the CPU), refused now if malformed or absent."""
-    if device is None:
-        return torch.device("cpu")
-    try:
-        result = torch.device(device)
-    except TypeError:  # (torch lists its overloads; a bool or a float, say)
-        raise TypeError(
-            f"{owner}: device must be a torch.device or a string such as 'cpu' or 'cuda', "
-            f"got {type(device).__name__}"
-        ) from None
-    except (RuntimeError, ValueError) as error:
-        raise ValueError(
-            f"{owner}: device {device!r} is not a torch device (expected e.g. 'cpu', 'cuda' or "
-            f"'cuda:1'): {error}"
-        ) from None
-    cuda = result.type == "cuda"
-    count = torch.cuda.device_count() if cuda else 0  # (0 where CUDA is not available)
-    if cuda and count == 0:
-        cpu_only = not (torch.version.cuda or torch.version.hip)  # (hip: a ROCm build, AMD GPUs)
-        build = f" (torch {torch.__version__} is a CPU-only build)" if cpu_only else ""
-        problem = f"this machine has no CUDA GPU torch can use{build}; use 'cpu', or pick the "
-        problem += "device with 'cuda' if torch.cuda.is_available() else 'cpu'"
-    elif cuda and result.index is not None and result.index >= count:
-        problem = f"this machine has {count} CUDA GPU(s), 'cuda:0' to 'cuda:{count - 1}'"
-    elif result.type == "mps" and not torch.backends.mps.is_available():
-        problem = "torch.backends.mps.is_available() is False on this machine; use 'cpu'"
-    else:
-        return result
-    raise ValueError(f"{owner}: device {device!r} is not available: {problem}")
-
-
-def _same_value(first: Any, other: Any) -> bool:
+def same_value(first: Any, other: Any) -> bool:
     """Equality of two field values: tensors and structs by content, the rest with ``==``."""
     if isinstance(first, Tensor):
         return isinstance(other, Tensor) and torch.equal(first, other)  # (False for other shapes)
     if isinstance(first, TensorStruct):
         pairs = ((getattr(first, name), getattr(other, name)) for name, _ in first._fields())
-        return type(other) is type(first) and all(_same_value(a, b) for a, b in pairs)
+        return type(other) is type(first) and all(same_value(a, b) for a, b in pairs)
     return bool(other == first)
 
 
@@ -215,7 +178,7 @@ class TensorStruct:
             raise IndexError(f"{type(self).__name__}: a boolean mask must have shape {shapes}")
         if isinstance(index, Tensor) and index.dim() == 0 and not index.is_floating_point():
             index = int(index)  # e.g. an argmax: one item, like an int (a 0-d mask was refused)
-        if (whole := _as_int(index)) is None:  # (numpy ints too)
+        if (whole := as_int(index)) is None:  # (numpy ints too)
             return self.apply(lambda t: t[index], batched_only=True)
         n = len(self)
         if not -n <= whole < n:
@@ -276,7 +239,7 @@ class TensorStruct:
             value = first = column[0]  # (metadata and unbatched fields: the first item's)
             if not batched:
                 for i, other in enumerate(column[1:], start=1):
-                    if not _same_value(first, other):
+                    if not same_value(first, other):
                         raise ValueError(
                             f"{where}: unbatched field {name!r} differs between item 0 and item {i}"
                         )
@@ -314,7 +277,7 @@ class TensorStruct:
             elif not isinstance(arg, bool):
                 device = arg
         flags = [arg for arg in args if isinstance(arg, bool)]  # non_blocking, copy, as in torch
-        device = None if device is None else _checked_device(device, f"{type(self).__name__}.to")
+        device = None if device is None else checked_device(device, f"{type(self).__name__}.to")
         if device is not None and device.type != "meta" and any(t.is_meta for t in self.tensors()):
             raise ValueError(
                 f"{type(self).__name__}.to: a tensor is on the meta device, which holds no "
@@ -345,7 +308,7 @@ class TensorStruct:
 
     def flatten_leading(self, n_dims: int = 2) -> Self:
         """Merge the first ``n_dims`` batched dimensions: ``[T, B, ...] -> [T*B, ...]``."""
-        count = _as_int(n_dims)
+        count = as_int(n_dims)
         fewest = min((t.dim() for t in self.tensors(batched_only=True)), default=0)
         if count is None or not 1 <= count <= fewest:
             raise (TypeError if count is None else ValueError)(

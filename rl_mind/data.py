@@ -22,15 +22,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from rl_mind.core import (
-    ActionT,
-    Observation,
-    TensorStruct,
-    _as_int,
-    _checked_device,
-    _same_value,
-    unbatched,
-)
+from rl_mind._validation import as_int, checked_device
+from rl_mind.core import ActionT, Observation, TensorStruct, same_value, unbatched
 
 __all__ = ["Episode", "ReplayBuffer", "Rollout", "Transitions", "minibatches"]
 
@@ -196,11 +189,11 @@ class ReplayBuffer(Generic[ActionT]):
     _get_fixed: Callable[[Any], tuple[Any, ...]]
 
     def __init__(self, capacity: int, device: torch.device | str | None = None) -> None:
-        count = _as_int(capacity)
+        count = as_int(capacity)
         if count is None or count <= 0:
             raise ValueError(f"ReplayBuffer capacity must be a positive int, got {capacity!r}")
         self.capacity = count
-        self.device = _checked_device(device, "ReplayBuffer")
+        self.device = checked_device(device, "ReplayBuffer")
         # the first add's structs with the storage ([capacity, ...]) as their batched tensors
         self._stored: Transitions[ActionT] | None = None
         self._position = 0  # where the next item goes
@@ -258,7 +251,7 @@ class ReplayBuffer(Generic[ActionT]):
         for name, value, kept in fixed:
             _check_storable(name, value, batched=False)
             moved = value.to(self.device) if isinstance(value, Tensor | TensorStruct) else value
-            if not _same_value(kept, moved):
+            if not same_value(kept, moved):
                 raise ValueError(
                     f"ReplayBuffer: the unbatched field {name!r} is {value!r}, but the buffer "
                     f"stores {kept!r} (set by the first add; an unbatched field is stored "
@@ -318,7 +311,7 @@ class ReplayBuffer(Generic[ActionT]):
         self, batch_size: int, generator: torch.Generator | None = None
     ) -> Transitions[ActionT]:
         """``batch_size`` transitions drawn uniformly with replacement, on the buffer's device."""
-        size = _as_int(batch_size)
+        size = as_int(batch_size)
         if size is None or size <= 0:
             raise ValueError(f"sample: batch_size must be a positive int, got {batch_size!r}")
         if self._stored is None or self._size == 0:
@@ -345,7 +338,7 @@ def minibatches(
     with the same leading size (e.g. ``(batch, advantages, returns)``); each minibatch has the
     same structure. Bad arguments are refused at the call.
     """
-    size = _as_int(batch_size)
+    size = as_int(batch_size)
     if size is None or size <= 0:
         raise ValueError(f"minibatches: batch_size must be a positive int, got {batch_size!r}")
     items = data if isinstance(data, tuple) else (data,)

@@ -34,7 +34,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 from torch import Tensor
 
-from rl_mind.core import Action, Observation, TensorStruct, _as_int, _checked_device
+from rl_mind._validation import as_int, checked_device
+from rl_mind.core import Action, Observation, TensorStruct
 
 __all__ = ["EnvStep", "VecEnv"]
 _Wrapper = Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]
@@ -59,7 +60,7 @@ class EnvStep(TensorStruct):
 
 
 @functools.cache
-def _dict_struct_class(keys: tuple[str, ...]) -> type[TensorStruct]:
+def dict_struct_class(keys: tuple[str, ...]) -> type[TensorStruct]:
     """A ``TensorStruct`` subclass with one field per key of a ``Dict`` space."""
     if bad := [key for key in keys if not key.isidentifier()]:
         raise ValueError(
@@ -72,16 +73,16 @@ def _dict_struct_class(keys: tuple[str, ...]) -> type[TensorStruct]:
     return cls
 
 
-class _Converter:
+class ObsConverter:
     """numpy (gymnasium) observations -> torch, for one observation space."""
 
     def __init__(self, space: spaces.Space[Any], device: torch.device) -> None:
         self.device, self.on_cpu = device, device.type == "cpu"
         self.dtype: torch.dtype | None = None  # (None: keep the array's dtype)
-        self.children: dict[str, _Converter] | None = None  # (Dict spaces: one per key)
+        self.children: dict[str, ObsConverter] | None = None  # (Dict spaces: one per key)
         if isinstance(space, spaces.Dict):
-            self.children = {key: _Converter(sub, device) for key, sub in space.spaces.items()}
-            self.struct = _dict_struct_class(tuple(space.spaces))
+            self.children = {key: ObsConverter(sub, device) for key, sub in space.spaces.items()}
+            self.struct = dict_struct_class(tuple(space.spaces))
         elif isinstance(space, spaces.Box):
             self.dtype = torch.float32 if np.issubdtype(space.dtype, np.floating) else None
         elif isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
@@ -124,7 +125,8 @@ def _bad_values(array: np.ndarray, bad: np.ndarray) -> str:
     return f"{shown}{more}, among {array.size} actions"
 
 
-def _env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
+def env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
+    """The registered spec of ``env_name`` (an id), else an error naming ``owner``."""
     if not isinstance(env_name, str):  # (an environment object, say: name its id)
         made_from = getattr(getattr(env_name, "spec", None), "id", None)
         hint = f" (pass its id, {made_from!r}, instead)" if isinstance(made_from, str) else ""
@@ -145,7 +147,7 @@ def _env_spec(env_name: Any, owner: str) -> gym.envs.registration.EnvSpec:
 
 def _checked_seed(seed: Any, owner: str) -> int | None:
     """``seed`` as None or an int >= 0 (of any size, numpy integers too), else an error."""
-    value = None if seed is None else _as_int(seed)
+    value = None if seed is None else as_int(seed)
     if seed is not None and (value is None or value < 0):
         kind = TypeError if value is None else ValueError
         raise kind(f"{owner}: seed must be None or an int >= 0, got {seed!r}")
@@ -220,14 +222,14 @@ class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
         device: torch.device | str | None = None,
         **env_kwargs: Any,
     ) -> None:
-        if (count := _as_int(num_envs)) is None or count <= 0:
+        if (count := as_int(num_envs)) is None or count <= 0:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self._seed = _checked_seed(seed, "VecEnv")
-        self._device = _checked_device(device, "VecEnv")
+        self._device = checked_device(device, "VecEnv")
         checked_wrappers = _checked_wrappers(wrappers)
         self._env_name, self._num_envs, self._wrappers = env_name, count, tuple(wrappers)
         self._same_step_reset, self._env_kwargs = bool(same_step_reset), dict(env_kwargs)
-        spec = _env_spec(env_name, "VecEnv")
+        spec = env_spec(env_name, "VecEnv")
         try:
             self._gym_env = self._make(spec, checked_wrappers, asynchronous)
         except gym.error.DependencyNotInstalled as error:  # Box2D, MuJoCo: the package's extras
@@ -239,7 +241,7 @@ class VecEnv(contextlib.AbstractContextManager["VecEnv"]):
         self._copy_obs = self._vectorization_mode != "vector_entry_point"  # (see _make)
         self._observation_space = self._gym_env.single_observation_space
         self._action_space = space = self._gym_env.single_action_space
-        self._convert = _Converter(self._observation_space, self._device)
+        self._convert = ObsConverter(self._observation_space, self._device)
         self._continuous = isinstance(space, spaces.Box)
         if isinstance(space, spaces.Discrete):
             self._action_low, self._action_high = int(space.start), int(space.start + space.n)

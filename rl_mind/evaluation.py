@@ -30,19 +30,20 @@ import torch
 from torch import Tensor, nn
 
 from rl_mind._compat_04 import deprecated, visualize_best_arguments
+from rl_mind._validation import as_int
 
 # (the checkpoint and video functions were defined here once: they stay importable from here)
 from rl_mind.checkpoints import CheckpointError, load_checkpoint, save_checkpoint  # noqa: F401
-from rl_mind.core import ActionT, Actor, _as_int
+from rl_mind.core import ActionT, Actor
 from rl_mind.env import VecEnv
 from rl_mind.notebook import outputs_directory, video_display
 from rl_mind.records import EVALUATIONS_FILE, EvalResult, append_evaluation
 from rl_mind.videos import (  # noqa: F401  (actor_policy, write_video: importable from here)
     Wrapper,
-    _actor_device,
-    _check_action_shape,
-    _evaluation_mode,
+    actor_device,
     actor_policy,
+    check_action_shape,
+    evaluation_mode,
     record_video,
     write_video,
 )
@@ -60,7 +61,7 @@ def _check_steps_and_actor(steps: Any, actor: Any, method: str) -> None:
     if isinstance(steps, nn.Module) and not isinstance(actor, nn.Module):
         raise TypeError(f"{call}(steps, actor): the arguments are swapped (got the actor "
                         f"first); call evaluator.{method}(steps, actor)")  # fmt: skip
-    count = _as_int(steps)
+    count = as_int(steps)
     if count is None or count < 0:
         raise ValueError(f"{call}: steps (the training steps so far) must be an int >= 0, "
                          f"got {steps!r}")  # fmt: skip
@@ -130,8 +131,8 @@ class Evaluator(Generic[ActionT]):
         if logs not in (True, False) or (logs and run_dir is None):
             raise ValueError(f"Evaluator: logs must be True (with a run_dir to write the logs "
                              f"into) or False, got logs={logs!r}, run_dir={run_dir!r}")  # fmt: skip
-        every_count, steps_cap = _as_int(every), _as_int(max_steps)
-        seed_value = None if seed is None else _as_int(seed)
+        every_count, steps_cap = as_int(every), as_int(max_steps)
+        seed_value = None if seed is None else as_int(seed)
         if every_count is None or every_count <= 0:
             raise ValueError(f"Evaluator: every must be a positive number of steps, got {every!r}")
         if steps_cap is None or steps_cap <= 0:
@@ -260,14 +261,14 @@ class Evaluator(Generic[ActionT]):
 
     def _play(self, actor: Actor[ActionT]) -> tuple[Tensor, Tensor]:
         """Returns and lengths ``[B]`` (CPU) of the first episode of each copy."""
-        env, device, B = self.env, _actor_device(actor), self.env.num_envs
+        env, device, B = self.env, actor_device(actor), self.env.num_envs
         returns = torch.zeros(B, dtype=torch.float32, device=env.device)
         lengths = torch.zeros(B, dtype=torch.long, device=env.device)
         finished = torch.zeros(B, dtype=torch.bool, device=env.device)
-        with _evaluation_mode(actor):
+        with evaluation_mode(actor):
             obs = env.reset(seed=self.seed)
             for _ in range(self.max_steps):
-                actions = _check_action_shape(actor.act(obs.to(device)), env.action_space, B)
+                actions = check_action_shape(actor.act(obs.to(device)), env.action_space, B)
                 step = env.step(actions)
                 # Copies whose first episode is over keep stepping, their rewards masked.
                 running = ~finished

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from rl_mind.core import _as_int
+from rl_mind._validation import as_int
 
 __all__ = ["build_mlp", "soft_update"]
 
@@ -53,7 +53,7 @@ def build_mlp(
     sizes = list(sizes)
     if len(sizes) < 2:
         raise ValueError(f"build_mlp needs at least an input and an output size, got sizes={sizes}")
-    counts = [_as_int(size) for size in sizes]
+    counts = [as_int(size) for size in sizes]
     if any(count is None or count <= 0 for count in counts):
         raise ValueError(f"build_mlp: every size must be a positive int, got sizes={sizes}")
     sizes = [count for count in counts if count is not None]

@@ -104,7 +104,7 @@ def outputs_directory() -> Path:
 _NAME_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _safe_name(name: str) -> str:
+def safe_name(name: str) -> str:
     """A file-name-safe version of ``name`` (``rl_mind/PongDuel-v0`` -> ``rl_mind_PongDuel-v0``)."""
     cleaned = _NAME_RE.sub("_", name).strip("._")
     return cleaned or "run"
@@ -126,7 +126,7 @@ def run_directory(name: str = "run", root: str | os.PathLike[str] | None = None)
         raise ValueError(f"run_directory: the root {base} is a file, expected a folder")
     base.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    stem = f"{_safe_name(name)}-{stamp}"
+    stem = f"{safe_name(name)}-{stamp}"
     for k in range(1, 100_000):
         candidate = base / (stem if k == 1 else f"{stem}-{k}")
         try:
@@ -200,7 +200,7 @@ def _tensorboard_program() -> str:
 
 
 # ---------------------------------------------------------------------- videos
-def _headless_sdl() -> None:
+def headless_sdl() -> None:
     """Tell SDL (pygame, used by gymnasium's classic-control renderers) not to look for a
     display when there is none, which silences "XDG_RUNTIME_DIR is invalid" errors. Only
     set when unset and no display exists, so that ``render_mode="human"`` still works."""

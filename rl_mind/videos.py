@@ -29,11 +29,12 @@ import torch
 from gymnasium import spaces
 from torch import Tensor, nn
 
-from rl_mind.checkpoints import _mode_of_new_files
-from rl_mind.core import Actor, Observation, _as_int
-from rl_mind.env import _Converter, _dict_struct_class, _env_spec
-from rl_mind.notebook import _headless_sdl, _safe_name
-from rl_mind.rendering import _as_rgb_frame
+from rl_mind._validation import as_int
+from rl_mind.checkpoints import mode_of_new_files
+from rl_mind.core import Actor, Observation
+from rl_mind.env import ObsConverter, dict_struct_class, env_spec
+from rl_mind.notebook import headless_sdl, safe_name
+from rl_mind.rendering.viewer import as_rgb_frame
 
 __all__ = ["actor_policy", "record_video", "write_video"]
 
@@ -41,7 +42,7 @@ Wrapper = Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]
 
 
 # ====================================================================== actors
-def _actor_device(actor: nn.Module) -> torch.device:
+def actor_device(actor: nn.Module) -> torch.device:
     device = getattr(actor, "device", None)
     if isinstance(device, torch.device):
         return device
@@ -60,7 +61,7 @@ def _expected_action_shape(action_space: spaces.Space[Any], batch: int) -> tuple
     raise TypeError(f"expected a Discrete or Box action space, got {action_space}")
 
 
-def _check_action_shape(actions: Any, action_space: spaces.Space[Any], batch: int) -> Tensor:
+def check_action_shape(actions: Any, action_space: spaces.Space[Any], batch: int) -> Tensor:
     expected = _expected_action_shape(action_space, batch)
     if not isinstance(actions, Tensor):
         raise TypeError(
@@ -81,7 +82,7 @@ def _check_action_shape(actions: Any, action_space: spaces.Space[Any], batch: in
 
 
 @contextlib.contextmanager
-def _evaluation_mode(actor: nn.Module) -> Iterator[None]:
+def evaluation_mode(actor: nn.Module) -> Iterator[None]:
     """``eval()`` mode and ``no_grad`` inside; every submodule's mode restored afterwards."""
     modes = [(module, module.training) for module in actor.modules()]
     actor.eval()
@@ -98,7 +99,7 @@ def _single_obs_converter(
 ) -> Callable[[Any], Observation]:
     """One gymnasium observation -> a batch of one (``[1, ...]``), as a VecEnv returns it."""
     if observation_space is not None:
-        converter = _Converter(observation_space, device)
+        converter = ObsConverter(observation_space, device)
         empty: Any = gym.vector.utils.create_empty_array(observation_space, n=1)
 
         def convert_with_space(obs: Any) -> Observation:
@@ -111,7 +112,7 @@ def _single_obs_converter(
         if isinstance(obs, dict):
             # gymnasium's Dict space sorts its keys; so does the VecEnv's struct.
             keys = tuple(sorted(obs))
-            return _dict_struct_class(keys)(**{key: convert(obs[key]) for key in keys})
+            return dict_struct_class(keys)(**{key: convert(obs[key]) for key in keys})
         if isinstance(obs, (int, np.integer)) and not isinstance(obs, bool):
             return torch.tensor([int(obs)], dtype=torch.long, device=device)
         array = np.asarray(obs)
@@ -165,13 +166,13 @@ def actor_policy(
         raise TypeError(
             f"actor_policy: expected a Discrete or Box action space, got {action_space}"
         )
-    device = _actor_device(actor)
+    device = actor_device(actor)
     convert = _single_obs_converter(observation_space, device)
 
     def policy(obs: Any) -> Any:
         batch = convert(obs)
         with torch.no_grad():
-            actions = _check_action_shape(actor.act(batch), action_space, 1)
+            actions = check_action_shape(actor.act(batch), action_space, 1)
         action = actions[0].detach().cpu()
         if isinstance(action_space, spaces.Discrete):
             return _discrete_action(action, action_space)
@@ -247,7 +248,7 @@ def write_video(
     size: tuple[int, int] | None = None
     try:
         for i, frame in enumerate(frames):
-            rgb = _pad_even(_as_rgb_frame(frame, "write_video"))
+            rgb = _pad_even(as_rgb_frame(frame, "write_video"))
             if writer is None:
                 size = (rgb.shape[1], rgb.shape[0])
                 writer = FFMPEG_VideoWriter(
@@ -269,7 +270,7 @@ def write_video(
             raise ValueError("write_video: no frames to write")
         writer.close()
         writer = None
-        os.chmod(temp_name, _mode_of_new_files())
+        os.chmod(temp_name, mode_of_new_files())
         os.replace(temp_name, target)
     except BaseException:
         if writer is not None:
@@ -304,9 +305,9 @@ def _make_rgb_env(
         raise ValueError(
             f"record_video renders with render_mode='rgb_array'; got render_mode={mode!r}"
         )
-    spec = _env_spec(env_name, "record_video")
+    spec = env_spec(env_name, "record_video")
     modes = _render_modes(spec)
-    _headless_sdl()
+    headless_sdl()
     if modes is not None and "rgb_array" not in modes:
         raise ValueError(
             f"{env_name} cannot be filmed: it has no 'rgb_array' render mode (its render "
@@ -359,7 +360,7 @@ def record_video(
     mode is restored afterwards. An environment without ``rgb_array`` rendering raises a
     ``ValueError`` naming the render modes it has.
     """
-    steps_cap = _as_int(max_steps)
+    steps_cap = as_int(max_steps)
     if steps_cap is None or steps_cap < 0:
         raise ValueError(f"record_video: max_steps must be an int >= 0, got {max_steps!r}")
     max_steps = steps_cap
@@ -373,17 +374,17 @@ def record_video(
 
         def frames() -> Iterator[np.ndarray]:
             obs, _info = env.reset(seed=seed)
-            yield _as_rgb_frame(env.render(), f"{env_name}: render()")
+            yield as_rgb_frame(env.render(), f"{env_name}: render()")
             for _ in range(max_steps):
                 obs, _reward, terminated, truncated, _info = env.step(policy(obs))
-                yield _as_rgb_frame(env.render(), f"{env_name}: render()")
+                yield as_rgb_frame(env.render(), f"{env_name}: render()")
                 if terminated or truncated:
                     break
 
         folder.mkdir(parents=True, exist_ok=True)
-        path = _reserve_video_path(folder, _safe_name(name if name is not None else env_name))
+        path = _reserve_video_path(folder, safe_name(name if name is not None else env_name))
         try:
-            with _evaluation_mode(actor):
+            with evaluation_mode(actor):
                 return write_video(frames(), path, fps=float(rate))
         except BaseException:
             with contextlib.suppress(OSError):

@@ -2278,7 +2278,7 @@ def test_the_guide_quotes_the_check_lines_as_they_are_printed(
 
 
 def test_the_teachers_page_covers_every_option_of_rl_mind_practical() -> None:
-    from rl_mind.practicals import _parser
+    from rl_mind.practicals.cli import _parser
 
     page = (GUIDE / "teachers.md").read_text(encoding="utf-8")
     options = [o for a in _parser()._actions for o in a.option_strings if o.startswith("--")]

@@ -72,5 +72,5 @@ def test_the_umask_is_read_where_proc_does_not_tell_it(
         return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
 
     monkeypatch.setattr(builtins, "open", no_proc)
-    assert checkpoints._mode_of_new_files() == 0o666 & ~umask
+    assert checkpoints.mode_of_new_files() == 0o666 & ~umask
     assert os.umask(umask) == umask  # and the umask is as it was

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from rl_mind import FrameViewer, VecEnv
-from rl_mind.rendering import _decode_png, _encode_png
+from rl_mind.rendering.viewer import decode_png, encode_png
 
 STRIPES_ID = "rl_mind_test_rendering/Stripes-v0"
 
@@ -69,7 +69,7 @@ def number_of(frame: np.ndarray) -> int:
 @settings(max_examples=25, deadline=None)
 @given(arrays(np.uint8, st.tuples(st.integers(1, 9), st.integers(1, 9), st.just(3))))
 def test_png_round_trip_is_lossless(frame: np.ndarray) -> None:
-    assert np.array_equal(_decode_png(_encode_png(frame)), frame)
+    assert np.array_equal(decode_png(encode_png(frame)), frame)
 
 
 def test_frames_are_kept_compressed_and_decode_exactly() -> None:
@@ -135,14 +135,14 @@ def test_the_widget_follows_the_latest_frame_and_its_slider_goes_back() -> None:
         viewer.add(numbered_frame(i))
     slider, image, label = viewer._slider, viewer._image, viewer._label
     assert slider.max == 4 and slider.value == 4  # following the latest
-    assert number_of(_decode_png(image.value)) == 4 and label.value == "frame 5 of 5"
+    assert number_of(decode_png(image.value)) == 4 and label.value == "frame 5 of 5"
     slider.value = 1  # the student looks back
-    assert number_of(_decode_png(image.value)) == 1 and label.value == "frame 2 of 5"
+    assert number_of(decode_png(image.value)) == 1 and label.value == "frame 2 of 5"
     viewer.add(numbered_frame(5))
     assert slider.max == 5 and slider.value == 1  # not dragged away from where they look
     slider.value = 5
     viewer.add(numbered_frame(6))
-    assert slider.value == 6 and number_of(_decode_png(image.value)) == 6
+    assert slider.value == 6 and number_of(decode_png(image.value)) == 6
     viewer.clear()
     assert len(viewer) == 0 and label.value == "no frame yet"
 

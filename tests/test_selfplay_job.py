@@ -23,14 +23,13 @@ from torch import nn
 
 from rl_mind.evaluation import CheckpointError, load_checkpoint, save_checkpoint
 from rl_mind.selfplay import trainer as trainer_module
-from rl_mind.selfplay.job import (
+from rl_mind.selfplay.checkpoint import (
     CHECKPOINT_NAME,
     config_of_checkpoint,
     load_trainer_state,
-    main,
-    train,
     trainer_state,
 )
+from rl_mind.selfplay.job import main, train
 from rl_mind.selfplay.pool import Snapshot
 from rl_mind.selfplay.trainer import (
     AGENT_NAME,

@@ -17,6 +17,7 @@ import ast
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rl_mind"
 MAX_FUNCTION_LINES = 80
@@ -122,7 +123,7 @@ def test_the_graph_sees_imports_of_every_kind() -> None:
     assert target("rl_mind.selfplay", "_settings") == "rl_mind.selfplay._settings"
     assert target("rl_mind", "__version__") is None
     # an import inside a function (the arena loads a run's checkpoint on demand)
-    assert "rl_mind.checkpoints" in graph["rl_mind.arena.submission"]
+    assert "rl_mind.selfplay.checkpoint" in graph["rl_mind.arena.submission"]
     # a lazy name of a package (imported when first used) is followed too
     assert target("rl_mind.selfplay", "PongPolicy") == TRAINER
 
@@ -232,3 +233,69 @@ def test_the_building_blocks_stay_within_their_sizes() -> None:
     assert not over, f"over their line counts {MAX_LINES}: {over}"
     core = sum(lines[name] for name in ("collectors.py", "env.py", "core.py", "data.py"))
     assert core <= MAX_CORE_TOTAL, f"collectors, env, core and data: {core} lines"
+
+
+def private_imports(name: str) -> list[str]:
+    """The ``_private`` names module ``name`` takes from another module of the package:
+    ``from m import _x`` and ``m._x`` on a name bound to a module. A private *module*
+    (``rl_mind._validation``, ``rl_mind.selfplay._settings``) and its public names are fine:
+    it is the package's own internal module, imported by name."""
+    tree = ast.parse(SOURCES[name].read_text(encoding="utf-8"))
+    here = name.split(".") if name in PACKAGES else name.split(".")[:-1]
+    modules: set[str] = set()  # local names bound to modules of the package
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "rl_mind":
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            if module.split(".")[0] != "rl_mind":
+                continue
+            for alias in node.names:
+                if f"{module}.{alias.name}" in SOURCES:
+                    modules.add(alias.asname or alias.name)
+                elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"from {module} import {alias.name}")
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and ast.unparse(node.value) in modules | {"rl_mind"}
+            and f"{ast.unparse(node.value)}.{node.attr}" not in SOURCES
+        ):
+            found.append(f"{ast.unparse(node.value)}.{node.attr}")
+    return found
+
+
+def test_no_module_imports_a_private_name_of_another_module() -> None:
+    found = {name: names for name in SOURCES if (names := private_imports(name))}
+    assert not found, f"private names imported across modules: {found}"
+
+
+def test_the_private_name_finder_finds_them(tmp_path: Path, monkeypatch: Any) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "import rl_mind.core as core\nfrom rl_mind.env import _checked_seed, VecEnv\n"
+        "from rl_mind import _validation\nfrom rl_mind._validation import as_int\n"
+        "core._private(1)\n_validation.as_int(2)\n"
+    )
+    monkeypatch.setitem(SOURCES, "rl_mind.probe", source)
+    assert private_imports("rl_mind.probe") == [
+        "from rl_mind.env import _checked_seed",
+        "core._private",
+    ]
+
+
+def test_no_module_below_the_arena_imports_it() -> None:
+    # The arena is the top floor: what it builds on (self-play, the environments, the
+    # building blocks) never imports it. The package's __init__ re-exports export_agent and
+    # the command line (__main__) dispatches to it; neither is a module below it.
+    graph = import_graph()
+    below = [n for n in graph if not n.startswith("rl_mind.arena") and n != "rl_mind.__main__"]
+    wrong = {n: sorted(m for m in graph[n] if m.startswith("rl_mind.arena")) for n in below}
+    wrong = {n: arena for n, arena in wrong.items() if arena}
+    assert not wrong, f"modules below the arena that import it: {wrong}"

@@ -59,7 +59,7 @@ def leaderboard_rows(result: ArenaResult) -> tuple[list[str], list[dict[str, Any
     fields += ["matches", "wins", "draws", "losses", "score"]
     fields += [f"win_rate_vs_{anchor}" for anchor in result.anchors]
     rows = []
-    for s in result.standings():
+    for s in result.standings:
         row: dict[str, Any] = {
             "rank": s.rank,
             "name": s.player.name,
@@ -83,12 +83,36 @@ def leaderboard_rows(result: ArenaResult) -> tuple[list[str], list[dict[str, Any
 
 
 def gradebook_rows(result: ArenaResult) -> tuple[list[str], list[dict[str, Any]]]:
-    """The fields and rows of ``gradebook.csv``: one row per author, sorted by author."""
+    """The fields and rows of ``gradebook.csv``: one row per author, sorted by author: rank
+    among the submissions, rating and interval, scores against the anchors, points, grade."""
     fields = ["author", "name", "file", "rank", "rating", "rating_low", "rating_high"]
     fields += [f"score_vs_{anchor}" for anchor in result.anchors]
     fields += [f"points_{anchor}" for anchor in result.rubric.beat]
     fields += ["points_rank", "grade"]
-    return fields, result.grades()
+    ranked, rubric = result.submissions, result.rubric
+    rows = []
+    for position, standing in enumerate(ranked, 1):
+        row: dict[str, Any] = {
+            "author": standing.player.author,
+            "name": standing.player.name,
+            "file": standing.player.file,
+            "rank": position,
+            "rating": f"{standing.rating:.1f}",
+            "rating_low": f"{standing.low:.1f}",
+            "rating_high": f"{standing.high:.1f}",
+        }
+        total = 0.0
+        for anchor in result.anchors:
+            row[f"score_vs_{anchor}"] = f"{standing.against[anchor].score:.4f}"
+        for anchor, points in rubric.beat.items():
+            earned = points if rubric.beats(standing.against[anchor].score) else 0.0
+            row[f"points_{anchor}"] = f"{earned:g}"
+            total += earned
+        rank_points = rubric.rank_points(position, len(ranked))
+        row["points_rank"] = f"{rank_points:.2f}"
+        row["grade"] = f"{total + rank_points:.2f}"
+        rows.append(row)
+    return fields, sorted(rows, key=lambda r: (r["author"].casefold(), r["author"]))
 
 
 # ---------------------------------------------------------------------- figures
@@ -151,7 +175,7 @@ def _record_final(result: ArenaResult, out: Path) -> Path | None:
     import rl_mind.envs  # noqa: F401  (registers the game)
     from rl_mind.videos import record_video
 
-    standings = result.standings()
+    standings = result.standings
     if len(standings) < 2:
         return None
     first, second = standings[0].player, standings[1].player
@@ -210,7 +234,7 @@ def page(result: ArenaResult, video: Path | None) -> str:
     """The whole ``leaderboard.html``."""
     e = html.escape
     anchors = result.anchors
-    standings = result.standings()
+    standings = result.standings
     submissions = sum(p.kind == "submission" for p in result.players)
     head = "".join(
         [

@@ -57,7 +57,9 @@ class Standing:
 
 @dataclasses.dataclass(frozen=True)
 class ArenaResult:
-    """Everything one arena produced (see :func:`run_arena`)."""
+    """Everything one arena produced (see :func:`run_arena`). ``anchors`` (the bots and the
+    reference), ``standings`` (every player, best first) and ``submissions`` (the submitted
+    agents, best first) are computed once, when it is built; the report reads them."""
 
     players: tuple[Player, ...]
     rejected: tuple[Rejection, ...]
@@ -66,13 +68,19 @@ class ArenaResult:
     rubric: Rubric
     n_matches: int
     seed: int
+    anchors: tuple[str, ...] = dataclasses.field(init=False)
+    standings: tuple[Standing, ...] = dataclasses.field(init=False)
+    submissions: tuple[Standing, ...] = dataclasses.field(init=False)  # (of the standings)
 
-    @property
-    def anchors(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.players if p.kind != "submission")
+    def __post_init__(self) -> None:
+        anchors = tuple(p.name for p in self.players if p.kind != "submission")
+        object.__setattr__(self, "anchors", anchors)  # (frozen: set once, here)
+        standings = tuple(self._rows(anchors))
+        object.__setattr__(self, "standings", standings)
+        submissions = tuple(s for s in standings if s.player.kind == "submission")
+        object.__setattr__(self, "submissions", submissions)
 
-    def standings(self) -> list[Standing]:
-        """Every player, best first."""
+    def _rows(self, anchors: tuple[str, ...]) -> list[Standing]:
         by_name = {p.name: p for p in self.players}
         rows = []
         for rank, row in enumerate(self.board.rows, 1):
@@ -85,51 +93,9 @@ class ArenaResult:
             )
             against = {
                 anchor: self.results.stats(row.name, anchor)
-                for anchor in self.anchors
+                for anchor in anchors
                 if anchor != row.name
             }
-            rows.append(
-                Standing(
-                    rank,
-                    by_name[row.name],
-                    row.rating,
-                    row.rating - half,
-                    row.rating + half,
-                    record,
-                    against,
-                )
-            )
+            low, high = row.rating - half, row.rating + half
+            rows.append(Standing(rank, by_name[row.name], row.rating, low, high, record, against))
         return rows
-
-    def submissions(self) -> list[Standing]:
-        """The submitted agents, best first."""
-        return [s for s in self.standings() if s.player.kind == "submission"]
-
-    def grades(self) -> list[dict[str, Any]]:
-        """One gradebook row per author (sorted by author): rank among the submissions,
-        rating and interval, scores against the anchors, points, grade."""
-        ranked = self.submissions()
-        rows = []
-        for position, standing in enumerate(ranked, 1):
-            row: dict[str, Any] = {
-                "author": standing.player.author,
-                "name": standing.player.name,
-                "file": standing.player.file,
-                "rank": position,
-                "rating": f"{standing.rating:.1f}",
-                "rating_low": f"{standing.low:.1f}",
-                "rating_high": f"{standing.high:.1f}",
-            }
-            total = 0.0
-            for anchor in self.anchors:
-                row[f"score_vs_{anchor}"] = f"{standing.against[anchor].score:.4f}"
-            for anchor, points in self.rubric.beat.items():
-                earned = points if self.rubric.beats(standing.against[anchor].score) else 0.0
-                row[f"points_{anchor}"] = f"{earned:g}"
-                total += earned
-            rank_points = self.rubric.rank_points(position, len(ranked))
-            row["points_rank"] = f"{rank_points:.2f}"
-            total += rank_points
-            row["grade"] = f"{total:.2f}"
-            rows.append(row)
-        return sorted(rows, key=lambda r: (r["author"].casefold(), r["author"]))

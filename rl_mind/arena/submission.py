@@ -27,7 +27,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -553,7 +552,6 @@ def load_submission(path: str | os.PathLike[str]) -> ArenaAgent:
 
 
 # ====================================================================== a selfplay run
-_SNAPSHOT_NAME = re.compile(r"^snapshot (\d+) \(step \d+\)$")
 REFERENCE_NAME = "reference"
 
 
@@ -578,39 +576,19 @@ def load_reference(run_dir: str | os.PathLike[str], name: str = REFERENCE_NAME) 
     was interrupted) gives its averaged agent. The ``checkpoint.pt`` is read with
     :func:`~rl_mind.checkpoints.load_checkpoint` (``weights_only``: no code runs).
     """
-    from rl_mind.checkpoints import load_checkpoint
-    from rl_mind.selfplay.job import config_of_checkpoint
-    from rl_mind.selfplay.trainer import AGENT_NAME
+    from rl_mind.selfplay.checkpoint import CHECKPOINT_NAME, best_weights
 
     folder = Path(run_dir).expanduser().resolve()
-    checkpoint = folder / "checkpoint.pt"
+    checkpoint = folder / CHECKPOINT_NAME
     if not checkpoint.is_file():
         raise FileNotFoundError(
             f"{folder} holds no checkpoint.pt: pass the run directory that `rl-mind selfplay` "
             f"printed"
         )
-    state = load_checkpoint(checkpoint)
-    trainer = state.get("trainer") if isinstance(state, dict) else None
-    if not isinstance(trainer, dict) or "averaged_policy" not in trainer:
+    best = best_weights(folder)
+    if best is None:
         raise SubmissionError(f"{checkpoint} is not the checkpoint of a rl-mind selfplay run")
-    config = config_of_checkpoint(trainer, device="cpu")
-    weights = trainer["averaged_policy"]
-    board = folder / "leaderboard.csv"
-    if board.is_file():
-        import csv
-
-        with board.open(newline="") as file:
-            for row in csv.DictReader(file):
-                player = row.get("player", "")
-                match = _SNAPSHOT_NAME.match(player)
-                if player == AGENT_NAME:
-                    break
-                if match is not None:
-                    snapshot = int(match.group(1))
-                    found = [e for e in trainer["archive"] if int(e["id"]) == snapshot]
-                    if found:
-                        weights = found[0]["policy"]
-                        break
+    config, weights = best
     description = AgentDescription(
         name=check_name(name, "name"),
         author="reference run",

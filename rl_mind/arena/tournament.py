@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rl_mind.selfplay.matches import RoundRobinResults
+from rl_mind.selfplay.matches import RoundRobinResults, entrants, play_seated
 
 __all__ = ["CHUNK_MATCHES", "play_round_robin", "schedule"]
 
@@ -53,18 +53,6 @@ def schedule(n_players: int, n_matches: int) -> tuple[np.ndarray, np.ndarray]:
     return left.reshape(-1), right.reshape(-1)
 
 
-def _groups(left: np.ndarray, right: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """For each player in the game: ``(player, sides, matches)`` of every seat it holds."""
-    sides = np.concatenate([np.zeros(len(left), np.int64), np.ones(len(right), np.int64)])
-    matches = np.concatenate([np.arange(len(left)), np.arange(len(right))])
-    players = np.concatenate([left, right])
-    order = np.argsort(players, kind="stable")
-    players, sides, matches = players[order], sides[order], matches[order]
-    starts = np.flatnonzero(np.r_[True, players[1:] != players[:-1]])
-    ends = np.r_[starts[1:], len(players)]
-    return [(int(players[s]), sides[s:e], matches[s:e]) for s, e in zip(starts, ends)]
-
-
 def play_chunk(
     players: dict[int, Any], left: np.ndarray, right: np.ndarray, seed: int
 ) -> np.ndarray:
@@ -72,36 +60,21 @@ def play_chunk(
     the left player's side (+1 won, -1 lost, 0 draw). Match ``k`` is seeded with ``seed + k``.
 
     ``players`` maps the indices in ``left`` / ``right`` to policies (bot names, or objects
-    with ``act_numpy(obs [K, 10]) -> actions [K]``).
+    with ``act_numpy(obs [K, 10]) -> actions [K]``). The matches are played by
+    :func:`~rl_mind.selfplay.matches.play_seated`, the ended ones leaving the game once a
+    fifth of them ended.
     """
     from rl_mind.envs.pong_game import PongDuelGame
 
     game = PongDuelGame(len(left), seed=seed)
-    game.reset()
-    policies = {
-        index: game.builtin_policy(policy) if isinstance(policy, str) else policy
+    obs = game.reset()
+    acts = {
+        index: (game.builtin_policy(policy) if isinstance(policy, str) else policy).act_numpy
         for index, policy in players.items()
     }
-    outcome = np.zeros(len(left), dtype=np.int8)
-    where = np.arange(len(left))  # the chunk's index of each of the game's matches
-    groups = _groups(left, right)
-    for _ in range(game.rules.max_steps + 1):
-        obs = game.observe()  # [2, M, 10]
-        actions = np.zeros((2, game.num_matches), dtype=np.int64)
-        for player, sides, matches in groups:
-            actions[sides, matches] = policies[player].act_numpy(obs[sides, matches])
-        result = game.step(actions)
-        ended = result.terminated | result.truncated
-        outcome[where[ended]] = result.outcome[ended]
-        running = ~game.match_over
-        if not running.any():
-            return outcome
-        if running.sum() < _COMPACT_BELOW * game.num_matches:
-            # the finished matches leave the game (their random streams go with them)
-            keep = np.flatnonzero(running)
-            game, where = game.subset(keep), where[keep]
-            groups = _groups(left[where], right[where])
-    raise RuntimeError("play_chunk: matches did not end within the game's time limit")
+    outcome = play_seated(game, acts, left, right, obs, max_steps=game.rules.max_steps + 1,
+                          compact_below=_COMPACT_BELOW, caller="play_chunk")  # fmt: skip
+    return outcome.astype(np.int8)
 
 
 def _play_chunk_one_thread(
@@ -127,8 +100,9 @@ def play_round_robin(
     """Every pair of ``players`` plays ``n_matches`` (even) matches, all pairs at once.
 
     Args:
-        players: ``(name, policy)`` pairs: a bot name, or an object with ``act_numpy``
-            (an :class:`~rl_mind.arena.ArenaAgent`).
+        players: ``(name, policy)`` pairs (or name → policy, or bot names, as
+            :func:`~rl_mind.selfplay.round_robin` takes them): a bot name, or an object with
+            ``act_numpy`` (an :class:`~rl_mind.arena.ArenaAgent`).
         n_matches: matches per pair, an even number (half on each side).
         seed: match ``g`` of the schedule is seeded with ``seed + g``.
         jobs: processes playing chunks of the schedule side by side (the results do not
@@ -146,9 +120,8 @@ def play_round_robin(
         )
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"play_round_robin: jobs must be a positive int, got {jobs!r}")
+    players = entrants(players, "play_round_robin")
     names = tuple(name for name, _ in players)
-    if len(set(names)) != len(names):
-        raise ValueError(f"play_round_robin: player names must be unique, got {names}")
     p = len(players)
     wins = np.zeros((p, p))
     draws = np.zeros((p, p))

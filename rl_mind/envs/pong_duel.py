@@ -32,6 +32,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from rl_mind._batched import rows_by_owner
 from rl_mind.envs.pong_game import PongDuelGame
 from rl_mind.envs.pong_opponents import NumpyPolicy, as_numpy_policy
 from rl_mind.envs.pong_render import TRAIL_LENGTH, render_match
@@ -356,14 +357,12 @@ class PongDuelVectorEnv(VectorEnv):
 
     def _regroup(self) -> None:
         """Precompute, per distinct opponent, the copies it plays (one batched call each)."""
-        used = np.unique(self._opponent_index)
-        if len(used) == 1:
-            self._groups = [(self._registry.policies[int(used[0])], None)]
+        groups = rows_by_owner(self._opponent_index)
+        policies = self._registry.policies
+        if len(groups) == 1:
+            self._groups = [(policies[groups[0][0]], None)]
         else:
-            self._groups = [
-                (self._registry.policies[int(k)], np.flatnonzero(self._opponent_index == k))
-                for k in used
-            ]
+            self._groups = [(policies[k], rows) for k, rows in groups]
 
     def _opponent_actions(self) -> np.ndarray:
         obs = self._opponent_obs if self._opponent_obs is not None else self.game.observe(1)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rl_mind._batched import act_on_numpy
 from rl_mind.envs.pong_rules import PongDuelRules
 
 __all__ = [
@@ -134,18 +135,7 @@ class _TorchPolicy(NumpyPolicy):
         self.name = getattr(policy, "name", None) or type(policy).__name__
 
     def act_numpy(self, obs: np.ndarray) -> np.ndarray:
-        policy = self.policy
-        obs_tensor = torch.from_numpy(obs)
-        if isinstance(policy, nn.Module):
-            parameter = next(policy.parameters(), None)
-            if parameter is not None and parameter.device != obs_tensor.device:
-                obs_tensor = obs_tensor.to(parameter.device)
-        with torch.no_grad():
-            out = policy(obs_tensor)
-        value = getattr(out, "value", out)  # an Action, or a plain tensor / array
-        if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().numpy()
-        action = np.asarray(value)
+        action = act_on_numpy(self.policy, obs)
         if action.shape != (len(obs),):
             raise ValueError(
                 f"opponent {self.name}: expected a batch of {len(obs)} actions (shape "

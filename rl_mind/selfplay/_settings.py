@@ -16,16 +16,16 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rl_mind.core import _as_int, _checked_device
+from rl_mind._validation import as_int, checked_device
 from rl_mind.selfplay.pool import SAMPLING_STRATEGIES
 
 __all__ = [
     "ACTIVATIONS",
     "MAX_SEED",
-    "activation",
-    "bool_flags",
-    "same_shape",
-    "settings",
+    "activation_module",
+    "check_bool_flags",
+    "check_config",
+    "check_same_shape",
 ]
 
 # The run derives its other seeds from this one (seed + 2, seed + 1000 * updates + 1, ...),
@@ -58,14 +58,14 @@ ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}  # (the networks' hidden layers
 
 
 def _is_int(value: Any) -> bool:
-    return _as_int(value) is not None
+    return as_int(value) is not None
 
 
 def _is_number(value: Any) -> bool:
     return (_is_int(value) or isinstance(value, float | np.floating)) and math.isfinite(value)
 
 
-def settings(config: Any) -> None:
+def check_config(config: Any) -> None:
     """Refuse a bad setting of ``config`` by name; normalize ``hidden_sizes`` to a tuple of
     ints and ``device`` to its string (a device this machine lacks is refused here, not at
     the first network moved there)."""
@@ -104,17 +104,17 @@ def settings(config: Any) -> None:
         fail("pool_sampling", f"one of {SAMPLING_STRATEGIES}")
     if not isinstance(config.activation, str) or config.activation not in ACTIVATIONS:
         fail("activation", f"one of {tuple(ACTIVATIONS)}")
-    config.device = str(_checked_device(config.device, "SelfPlayConfig"))
+    config.device = str(checked_device(config.device, "SelfPlayConfig"))
 
 
-def activation(name: Any) -> type[nn.Module]:
+def activation_module(name: Any) -> type[nn.Module]:
     """The module of the hidden-layer activation ``name``, else a ``ValueError``."""
     if not isinstance(name, str) or name not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, got {name!r}")
     return ACTIVATIONS[name]
 
 
-def bool_flags(shape: tuple[int, ...], **flags: Any) -> None:
+def check_bool_flags(shape: tuple[int, ...], **flags: Any) -> None:
     """Refuse episode-end flags that are not bool tensors of ``shape`` (the rewards', ``[T, B]``):
     ``~`` of 0/1 integer flags is -1/-2, and the advantages would be silently wrong."""
     for name, value in flags.items():
@@ -131,7 +131,7 @@ def bool_flags(shape: tuple[int, ...], **flags: Any) -> None:
             )
 
 
-def same_shape(prediction: Tensor, target: Tensor, caller: str) -> None:
+def check_same_shape(prediction: Tensor, target: Tensor, caller: str) -> None:
     """Refuse a prediction of another shape than its target (``[N, 1]`` against ``[N]``
     would broadcast to ``[N, N]``)."""
     if prediction.shape != target.shape:

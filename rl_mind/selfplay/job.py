@@ -27,7 +27,8 @@ What the reader must not get wrong:
   budget is spent: learner, optimizer, pool, ratings, counters and random states are
   restored; matches in progress when it stopped are replaced by fresh ones. A run whose
   budget is spent is left untouched (``--minutes`` with a larger total trains it on).
-- A truncated or corrupt checkpoint is refused (:class:`~rl_mind.evaluation.CheckpointError`
+- The checkpoint's format is that of :mod:`rl_mind.selfplay.checkpoint`. A truncated or
+  corrupt checkpoint is refused (:class:`~rl_mind.evaluation.CheckpointError`
   naming the file); it is never loaded half.
 """
 
@@ -48,180 +49,32 @@ from typing import Any
 
 import torch
 
-from rl_mind.evaluation import CheckpointError, load_checkpoint, save_checkpoint
+from rl_mind.checkpoints import CheckpointError, save_checkpoint
 from rl_mind.notebook import Profile, run_directory
-from rl_mind.selfplay.ratings import Leaderboard
-from rl_mind.selfplay.report import (
-    VIDEO_NAME,
-    best_snapshot,
-    film_match,
-    take_final_snapshot,
-    write_leaderboard,
+from rl_mind.selfplay.checkpoint import (
+    CHECKPOINT_NAME,
+    job_state,
+    read_job_checkpoint,
+    restored_trainer,
 )
+from rl_mind.selfplay.ratings import Leaderboard
+from rl_mind.selfplay.report import VIDEO_NAME, film_match, write_leaderboard
 from rl_mind.selfplay.trainer import (
     BOTS,
     SelfPlayConfig,
     SelfPlayTrainer,
+    best_snapshot,
+    take_final_snapshot,
     train_for,
 )
+from rl_mind.selfplay.trainer import leaderboard as play_leaderboard
 
-__all__ = [
-    "CHECKPOINT_FORMAT",
-    "CHECKPOINT_NAME",
-    "TRAINER_STATE_PARTS",
-    "SelfPlayRun",
-    "config_of_checkpoint",
-    "default_minutes",
-    "load_trainer_state",
-    "main",
-    "missing_parts",
-    "train",
-    "trainer_state",
-]
-
-CHECKPOINT_NAME = "checkpoint.pt"
-CHECKPOINT_FORMAT = "rl-mind selfplay checkpoint 2"  # the trainer's state
-_CHECKPOINT_FORMAT_1 = "rl-mind selfplay checkpoint 1"  # (no averaged agent, no forecast)
-_JOB_FORMAT = "rl-mind selfplay job 1"  # checkpoint.pt: the trainer's state and the budget
+__all__ = ["SelfPlayRun", "default_minutes", "main", "train"]
 
 
 def default_minutes() -> float:
     """The default training-time budget: 5 minutes (0.1 under the fast-test profile)."""
     return Profile.pick(5.0, fast_test=0.1)
-
-
-# ---------------------------------------------------------------------- the trainer's state
-def trainer_state(trainer: SelfPlayTrainer) -> dict[str, Any]:
-    """The whole training state of ``trainer``, readable with ``torch.load(weights_only=True)``:
-    networks, optimizer, pool, archive, counters, evaluations, online Elo, random states."""
-    return {
-        "format": CHECKPOINT_FORMAT,
-        "config": dataclasses.asdict(trainer.config),
-        "policy": trainer.policy.state_dict(),
-        "averaged_policy": trainer.averaged_policy.state_dict(),
-        "critic": trainer.critic.state_dict(),
-        "optimizer": trainer.optimizer.state_dict(),
-        "pool": trainer.pool.state_dict(),
-        "archive": trainer.archive,
-        "counters": {
-            "updates": trainer.updates,
-            "env_steps": trainer.env_steps,
-            "train_seconds": trainer.train_seconds,
-        },
-        "eval_history": trainer.eval_history,
-        "online_elo": {
-            "ratings": dict(trainer.online_elo.ratings),
-            "games": dict(trainer.online_elo.games),
-            "points": dict(trainer.online_elo.points),
-        },
-        "rng": {
-            "torch": torch.get_rng_state(),
-            "minibatches": trainer.minibatch_generator.get_state(),
-        },
-    }
-
-
-#: The parts of a :func:`trainer_state`, with the entries that the dict-valued ones hold.
-TRAINER_STATE_PARTS: dict[str, tuple[str, ...]] = {
-    "config": (),
-    "policy": (),
-    "critic": (),
-    "optimizer": (),
-    "pool": (),
-    "archive": (),
-    "counters": ("updates", "env_steps", "train_seconds"),
-    "eval_history": (),
-    "online_elo": ("ratings", "games", "points"),
-    "rng": ("torch", "minibatches"),
-}
-
-
-def missing_parts(state: Mapping[str, Any]) -> list[str]:
-    """The parts of a :func:`trainer_state` that ``state`` lacks (``"rng.torch"`` for an
-    entry of a part); empty when it has them all. (The first format had no agent.)"""
-    missing = [] if state.get("format") != CHECKPOINT_FORMAT else ["averaged_policy"]
-    missing = [part for part in missing if part not in state]
-    for part, entries in TRAINER_STATE_PARTS.items():
-        if part not in state:
-            missing.append(part)
-        elif entries:
-            value = state[part]
-            held = value if isinstance(value, Mapping) else {}
-            missing += [f"{part}.{entry}" for entry in entries if entry not in held]
-    return missing
-
-
-def config_of_checkpoint(
-    state: Mapping[str, Any], device: str | torch.device | None = None
-) -> SelfPlayConfig:
-    """The config a :func:`trainer_state` was saved with, on ``device`` when given (a run
-    saved on a GPU resumes on a machine without one). A checkpoint of the first format
-    predates ``ball_forecast``: its networks saw the bare observation; one without
-    ``activation`` has tanh networks."""
-    values = dict(state["config"])
-    if device is not None:
-        values["device"] = device
-    if state.get("format") == _CHECKPOINT_FORMAT_1:
-        values.setdefault("ball_forecast", False)
-    values.setdefault("activation", "tanh")  # (saved before the setting: tanh networks)
-    known = {field.name for field in dataclasses.fields(SelfPlayConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"SelfPlayConfig: unknown settings {unknown}")
-    return SelfPlayConfig(**values)
-
-
-def load_trainer_state(trainer: SelfPlayTrainer, state: Mapping[str, Any]) -> None:
-    """Restore a :func:`trainer_state` into ``trainer`` (built with the saved config, see
-    :func:`config_of_checkpoint`); its matches restart fresh.
-
-    A checkpoint of the first format (before the averaged agent) is accepted: its agent
-    restarts from the learner's weights.
-    """
-    if state.get("format") not in (CHECKPOINT_FORMAT, _CHECKPOINT_FORMAT_1):
-        if isinstance(state.get("trainer"), Mapping):  # (the job's checkpoint.pt)
-            raise ValueError(
-                "this is the checkpoint of a rl-mind selfplay run, whose trainer state is "
-                "under 'trainer': pass load_checkpoint(path)['trainer']"
-            )
-        raise ValueError(
-            f"not a rl-mind selfplay checkpoint: expected the format {CHECKPOINT_FORMAT!r}, "
-            f"got {state.get('format')!r}"
-        )
-    missing = missing_parts(state)
-    if missing:  # (checked before anything is restored)
-        raise ValueError(f"the trainer state lacks {', '.join(missing)}")
-    config = trainer.config
-    saved = config_of_checkpoint(state, device=config.device)
-    for name in ("hidden_sizes", "ball_forecast", "activation"):
-        if getattr(saved, name) != getattr(config, name):
-            raise ValueError(
-                f"the checkpoint's networks have {name}={getattr(saved, name)!r}, this "
-                f"trainer {getattr(config, name)!r}; build the trainer with the saved "
-                f"config (config_of_checkpoint(state))"
-            )
-    trainer.policy.load_state_dict(state["policy"])
-    trainer.averaged_policy.load_state_dict(state.get("averaged_policy", state["policy"]))
-    trainer.critic.load_state_dict(state["critic"])
-    trainer.optimizer.load_state_dict(state["optimizer"])
-    trainer.pool.load_state_dict(state["pool"], trainer.new_policy)
-    trainer.archive = [dict(entry) for entry in state["archive"]]
-    counters = state["counters"]
-    trainer.updates = int(counters["updates"])
-    trainer.env_steps = int(counters["env_steps"])
-    trainer.train_seconds = float(counters["train_seconds"])
-    trainer.eval_history = [dict(item) for item in state["eval_history"]]
-    elo = state["online_elo"]
-    trainer.online_elo.ratings = dict(elo["ratings"])
-    trainer.online_elo.games = dict(elo["games"])
-    trainer.online_elo.points = dict(elo["points"])
-    rng = state["rng"]
-    torch.set_rng_state(rng["torch"])
-    trainer.minibatch_generator.set_state(rng["minibatches"])
-    # Fresh matches (their opponents drawn from the restored pool), seeded from the
-    # counters so that a resumed run does not replay the serves of the first one.
-    trainer.env.close()  # (the matches in progress are dropped)
-    trainer.new_matches(config.seed + 1_000 * trainer.updates + 1)
 
 
 # ---------------------------------------------------------------------- the job
@@ -286,56 +139,6 @@ class _StopRequest:
             "(Ctrl-C again to stop at once)",
             file=sys.stderr,
         )
-
-
-def _job_state(trainer: SelfPlayTrainer, minutes: float) -> dict[str, Any]:
-    return {"format": _JOB_FORMAT, "minutes": float(minutes), "trainer": trainer_state(trainer)}
-
-
-def _read_checkpoint(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / CHECKPOINT_NAME
-    if not path.exists():
-        raise FileNotFoundError(
-            f"--resume {run_dir}: there is no {CHECKPOINT_NAME} in this folder; pass the run "
-            f"directory printed by an earlier `rl-mind selfplay`"
-        )
-    state = load_checkpoint(path)  # CheckpointError naming the file if truncated/corrupt
-    if not isinstance(state, dict) or state.get("format") != _JOB_FORMAT:
-        raise CheckpointError(f"checkpoint {path} is not a rl-mind selfplay checkpoint")
-    trainer = state.get("trainer")
-    missing = [part for part in ("minutes", "trainer") if part not in state]
-    if isinstance(trainer, Mapping):
-        missing += [f"trainer.{part}" for part in missing_parts(trainer)]
-    elif "trainer" in state:
-        missing.append("trainer (not a dict)")
-    if missing:
-        raise CheckpointError(
-            f"checkpoint {path} lacks {', '.join(missing)}: it was not loaded (it was not "
-            f"written by rl-mind selfplay, or was changed since)"
-        )
-    return state
-
-
-def _restored_trainer(state: Mapping[str, Any], device: str | None, path: Path) -> SelfPlayTrainer:
-    """The trainer of a job's checkpoint ``state`` read from ``path``. A part that does not
-    fit (a network of another shape, a counter that is not a number) is a
-    :class:`CheckpointError` naming the file; a device this machine lacks, a ValueError."""
-
-    def refused(error: Exception) -> CheckpointError:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        return CheckpointError(f"checkpoint {path} could not be restored: {reason}")
-
-    try:
-        config = config_of_checkpoint(state["trainer"], device=device)
-    except (KeyError, TypeError) as error:  # (a ValueError names a bad setting or device)
-        raise refused(error) from None
-    trainer = SelfPlayTrainer(config)
-    try:
-        load_trainer_state(trainer, state["trainer"])
-    except (RuntimeError, KeyError, TypeError, ValueError) as error:
-        trainer.close()
-        raise refused(error) from None
-    return trainer
 
 
 def _clock(seconds: float) -> str:
@@ -407,8 +210,8 @@ def _open_run(
     nothing is written but the new run's folder."""
     if resume is not None:
         folder = Path(resume).expanduser().resolve()
-        state = _read_checkpoint(folder)
-        trainer = _restored_trainer(state, device, folder / CHECKPOINT_NAME)
+        state = read_job_checkpoint(folder)
+        trainer = restored_trainer(state, device, folder / CHECKPOINT_NAME)
         return folder, trainer, float(state["minutes"]) if minutes is None else float(minutes)
     config = config if config is not None else SelfPlayConfig.for_profile()
     if device is not None:
@@ -477,7 +280,7 @@ def _train_with_checkpoints(
         if on_update is not None:
             on_update(trainer)
         if time.monotonic() - last_checkpoint >= trainer.config.checkpoint_every_seconds:
-            save_checkpoint(_job_state(trainer, minutes), checkpoint)
+            save_checkpoint(job_state(trainer, minutes), checkpoint)
             last_checkpoint = time.monotonic()
         return request.requested or (stop is not None and stop())
 
@@ -490,23 +293,25 @@ def _train_with_checkpoints(
         except KeyboardInterrupt:
             final = None
         progress.show(trainer)  # (the final evaluation)
-        save_checkpoint(_job_state(trainer, minutes), checkpoint)
+        save_checkpoint(job_state(trainer, minutes), checkpoint)
     return final
 
 
 def _finish(run: SelfPlayRun, leaderboard: bool, video: bool) -> SelfPlayRun:
     """The end of a run: the round robin and the video. A run directory keeps one match
     video: that of the run's latest end (a resumed run's replaces the earlier one)."""
-    trainer, folder = run.trainer, run.run_dir
+    trainer, folder, config = run.trainer, run.run_dir, run.trainer.config
     take_final_snapshot(trainer)  # the final learner joins the leaderboard
     if leaderboard:
         print("round robin of the snapshots and the bots ...", flush=True)
-        board, run.leaderboard_table, run.leaderboard_plot = write_leaderboard(trainer, folder)
+        board, steps = play_leaderboard(trainer, seed=config.seed)
+        run.leaderboard_table, run.leaderboard_plot = write_leaderboard(board, steps, folder)
         run.leaderboard = board
         print(board.to_markdown())
     if video:
         earlier = set(folder.glob(f"{VIDEO_NAME}-*.mp4"))
-        run.video = film_match(best_snapshot(trainer, run.leaderboard), folder, trainer.config)
+        best = best_snapshot(trainer, run.leaderboard)
+        run.video = film_match(best, folder, seed=config.seed, max_steps=config.video_max_steps)
         for path in earlier - {run.video}:
             path.unlink()
     return run

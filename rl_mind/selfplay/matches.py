@@ -18,6 +18,7 @@ out; and the confidence intervals assume independent matches.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from statistics import NormalDist
@@ -25,10 +26,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
-from torch import nn
 
-from rl_mind.core import _as_int
-from rl_mind.selfplay._checks import checked_seed
+from rl_mind._batched import act_on_numpy, rows_by_owner
+from rl_mind._validation import as_int, checked_seed
 
 __all__ = [
     "GameFactory",
@@ -36,7 +36,9 @@ __all__ = [
     "RoundRobinResults",
     "TwoPlayerGame",
     "TwoPlayerStep",
+    "entrants",
     "play_matches",
+    "play_seated",
     "round_robin",
 ]
 
@@ -100,21 +102,7 @@ def _numpy_policy(spec: Any, game: TwoPlayerGame) -> Callable[[np.ndarray], np.n
             f"a policy must be a name, an Actor or a batched callable obs -> actions, got "
             f"{type(spec).__name__}"
         )
-
-    def act(obs: np.ndarray) -> np.ndarray:
-        obs_tensor = torch.from_numpy(obs)
-        if isinstance(spec, nn.Module):
-            parameter = next(spec.parameters(), None)
-            if parameter is not None:
-                obs_tensor = obs_tensor.to(parameter.device)
-        with torch.no_grad():
-            out = spec(obs_tensor)
-        value = getattr(out, "value", out)
-        if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().numpy()
-        return np.asarray(value)
-
-    return act
+    return functools.partial(act_on_numpy, spec)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,7 +205,7 @@ def play_matches(
         ("batch_size", batch_size),
         ("max_steps", max_steps),
     ):
-        count = _as_int(value)
+        count = as_int(value)
         if count is None or count < 1:
             raise ValueError(f"play_matches: {name} must be a positive int, got {value!r}")
     n_matches, batch_size, max_steps = int(n_matches), int(batch_size), int(max_steps)
@@ -294,32 +282,80 @@ def _play_batch(
     max_steps: int,
 ) -> np.ndarray:
     """Outcomes ``[M]`` from A's point of view; A is player 0 where ``a_first``."""
-    m = len(a_first)
-    g = factory(m, seed)
+    g = factory(len(a_first), seed)
     act_a, act_b = _numpy_policy(policy_a, g), _numpy_policy(policy_b, g)
     n_actions = getattr(g, "n_actions", None)
-    obs = g.reset(seed)
-    a_side = np.where(a_first, 0, 1)
-    rows = np.arange(m)
-    outcome = np.zeros(m, dtype=np.int64)
-    finished = np.zeros(m, dtype=bool)
+    players = {
+        0: lambda obs: _policy_actions(act_a, obs, "policy_a", n_actions),
+        1: lambda obs: _policy_actions(act_b, obs, "policy_b", n_actions),
+    }
+    left = np.where(a_first, 0, 1)
+    outcome = play_seated(g, players, left, 1 - left, g.reset(seed), max_steps=max_steps,
+                          by_match=True, caller="play_matches")  # fmt: skip
+    return np.where(a_first, outcome, -outcome)
+
+
+def _seats(
+    left: np.ndarray, right: np.ndarray, by_match: bool
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``(player, sides, matches)``: the seats of each player, by match or side by side."""
+    m = len(left)
+    if by_match:  # seat 2k: match k's left, 2k + 1 its right
+        owners = np.stack([left, right], axis=1).reshape(-1)
+        sides, matches = np.tile(np.array([0, 1]), m), np.repeat(np.arange(m), 2)
+    else:  # the left seats, then the right seats
+        owners = np.concatenate([left, right])
+        sides = np.repeat(np.array([0, 1]), m)
+        matches = np.concatenate([np.arange(m), np.arange(m)])
+    return [(player, sides[rows], matches[rows]) for player, rows in rows_by_owner(owners)]
+
+
+def play_seated(
+    game: TwoPlayerGame,
+    players: Mapping[int, Callable[[np.ndarray], np.ndarray]],
+    left: np.ndarray,
+    right: np.ndarray,
+    obs: np.ndarray,
+    *,
+    max_steps: int,
+    by_match: bool = False,
+    compact_below: float | None = None,
+    caller: str = "play_seated",
+) -> np.ndarray:
+    """The match engine: play every match of ``game`` to its end; outcomes ``[M]`` (int64)
+    from player 0's side (+1 won, -1 lost, 0 draw).
+
+    Match ``k`` is ``players[left[k]]`` (player 0) against ``players[right[k]]`` (player 1);
+    ``obs`` ``[2, M, ...]`` are the observations that ``game.reset`` returned. At each step
+    every player acts once, in the order of its index, on all its seats: in match order
+    (``by_match``), else its left seats then its right seats (the order in which a seeded
+    random player draws its moves: the same order, the same results). With
+    ``compact_below``, the ended matches leave the game (``game.subset``) once fewer than
+    that fraction of its matches still run. A ``RuntimeError`` naming ``caller`` if some
+    matches have not ended after ``max_steps`` steps.
+    """
+    outcome = np.zeros(len(left), dtype=np.int64)
+    finished = np.zeros(len(left), dtype=bool)
+    where = np.arange(len(left))  # the match in each of the game's slots
+    seats = _seats(left, right, by_match)
     for _ in range(max_steps):
-        actions = np.empty((2, m), dtype=np.int64)
-        actions[a_side, rows] = _policy_actions(act_a, obs[a_side, rows], "policy_a", n_actions)
-        actions[1 - a_side, rows] = _policy_actions(
-            act_b, obs[1 - a_side, rows], "policy_b", n_actions
-        )
-        result = g.step(actions)
-        ended = (np.asarray(result.terminated) | np.asarray(result.truncated)) & ~finished
-        if ended.any():
-            player0 = np.asarray(result.outcome)[ended]
-            outcome[ended] = np.where(a_first[ended], player0, -player0)
-            finished |= ended
-            if finished.all():
-                return outcome
-        obs = g.observe()
+        actions = np.zeros((2, len(where)), dtype=np.int64)
+        for player, sides, matches in seats:
+            actions[sides, matches] = players[player](obs[sides, matches])
+        result = game.step(actions)
+        ended = (np.asarray(result.terminated) | np.asarray(result.truncated)) & ~finished[where]
+        outcome[where[ended]] = np.asarray(result.outcome)[ended]
+        finished[where[ended]] = True
+        running = ~finished[where]
+        if not running.any():
+            return outcome
+        if compact_below is not None and running.sum() < compact_below * len(where):
+            keep = np.flatnonzero(running)  # (their random streams go with them)
+            game, where = game.subset(keep), where[keep]  # type: ignore[attr-defined]
+            seats = _seats(left[where], right[where], by_match)
+        obs = game.observe()
     raise RuntimeError(
-        f"play_matches: {int((~finished).sum())} matches did not end in {max_steps} steps"
+        f"{caller}: {int((~finished).sum())} matches did not end in {max_steps} steps"
     )
 
 
@@ -341,6 +377,27 @@ class RoundRobinResults:
         return MatchStats(int(self.wins[i, j]), int(self.draws[i, j]), int(self.wins[j, i]))
 
 
+def entrants(
+    players: Mapping[str, Any] | Sequence[tuple[str, Any] | str], caller: str
+) -> list[tuple[str, Any]]:
+    """The ``(name, policy)`` pairs of a round robin's ``players`` (name → policy, pairs, or
+    bot names playing under their own name), names unique; else an error naming ``caller``."""
+    if isinstance(players, Mapping):
+        items = list(players.items())
+    else:  # (a bare name is a bot playing under its own name)
+        items = [(p, p) if isinstance(p, str) else p for p in players]
+        for item in items:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+                raise TypeError(
+                    f"{caller}: players must be a dict name -> policy, or (name, policy) "
+                    f"pairs or bot names, got {item!r}"
+                )
+    names = tuple(name for name, _ in items)
+    if len(set(names)) != len(names):
+        raise ValueError(f"{caller}: player names must be unique, got {names}")
+    return items
+
+
 def round_robin(
     players: Mapping[str, Any] | Sequence[tuple[str, Any]],
     n_matches: int,
@@ -353,20 +410,9 @@ def round_robin(
 
     Feed the result to :func:`~rl_mind.selfplay.ratings.bradley_terry`.
     """
-    if isinstance(players, Mapping):
-        items = list(players.items())
-    else:  # (a bare name is a bot playing under its own name)
-        items = [(p, p) if isinstance(p, str) else p for p in players]
-        for item in items:
-            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
-                raise TypeError(
-                    f"round_robin: players must be a dict name -> policy, or (name, policy) "
-                    f"pairs or bot names, got {item!r}"
-                )
+    items = entrants(players, "round_robin")
     seed = checked_seed(seed, "round_robin: seed", bits=64)
     names = tuple(name for name, _ in items)
-    if len(set(names)) != len(names):
-        raise ValueError(f"round_robin: player names must be unique, got {names}")
     p = len(items)
     wins = np.zeros((p, p))
     draws = np.zeros((p, p))

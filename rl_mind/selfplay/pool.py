@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 from torch import nn
 
-from rl_mind.core import _as_int
-from rl_mind.selfplay._checks import checked_count, checked_seed, finite_number
+from rl_mind._validation import as_int, checked_count, checked_seed, finite_number
 
 __all__ = ["SAMPLING_STRATEGIES", "OpponentPool", "Snapshot"]
 
@@ -112,7 +111,7 @@ class OpponentPool:
         decay: float = 1.0,
         seed: int | None = None,
     ) -> None:
-        count = _as_int(capacity)
+        count = as_int(capacity)
         if count is None or count < (2 if keep_first else 1):
             raise ValueError(
                 f"OpponentPool: capacity must be an int >= {2 if keep_first else 1}, got {capacity!r}"
@@ -195,7 +194,7 @@ class OpponentPool:
                 f"OpponentPool.record: expected a snapshot id (an int), got the Snapshot "
                 f"itself; pass snapshot.id ({snapshot_id.id})"
             )
-        if _as_int(snapshot_id) is None:
+        if as_int(snapshot_id) is None:
             raise TypeError(
                 f"OpponentPool.record: expected a snapshot id (an int, Snapshot.id), got "
                 f"{type(snapshot_id).__name__}"

@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_mind.core import _as_int
-from rl_mind.selfplay._checks import finite_number
+from rl_mind._validation import as_int, finite_number
 
 __all__ = [
     "EloTable",
@@ -339,7 +338,7 @@ def _anchor_index(anchor: Any, names: list[str]) -> int:
                 "anchor=<name or index> of the player whose rating is fixed"
             )
         return names.index(anchor)
-    if _as_int(anchor) is None:
+    if as_int(anchor) is None:
         raise TypeError(
             f"bradley_terry: anchor must be a player's name or index, got {type(anchor).__name__}"
         )

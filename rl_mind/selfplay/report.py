@@ -1,7 +1,8 @@
 """The end of a ``rl-mind selfplay`` run: its leaderboard written out, and a match video.
 
 The job calls these after the training of :mod:`rl_mind.selfplay.trainer`, whose
-:func:`~rl_mind.selfplay.trainer.leaderboard` plays the round robin of the snapshots. What
+:func:`~rl_mind.selfplay.trainer.leaderboard` plays the round robin of the snapshots: they
+write what they are given, and play nothing. What
 the reader must not get wrong: a round robin rates players against each other only
 (Bradley–Terry, anchored at ``random = 0``); in a non-transitive game a higher rating does
 not mean a win against every lower-rated player.
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from rl_mind.selfplay._files import write_csv
 from rl_mind.selfplay.ratings import Leaderboard
-from rl_mind.selfplay.trainer import ENV_NAME, PongPolicy, SelfPlayConfig, SelfPlayTrainer
+from rl_mind.selfplay.trainer import ENV_NAME, PongPolicy
 
 # (the leaderboard of the snapshots is part of the reference practical: still importable here)
 from rl_mind.selfplay.trainer import best_snapshot as best_snapshot
@@ -29,14 +30,14 @@ __all__ = ["VIDEO_NAME", "film_match", "write_leaderboard"]
 VIDEO_NAME = "match-best-vs-scripted"
 
 
-def write_leaderboard(trainer: SelfPlayTrainer, run_dir: Path) -> tuple[Leaderboard, Path, Path]:
-    """Play :func:`~rl_mind.selfplay.trainer.leaderboard` (the learner as it is now joins it as
-    the last snapshot) and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.png``
-    into ``run_dir``; returns the leaderboard and the paths of the table and the plot."""
+def write_leaderboard(
+    board: Leaderboard, steps: dict[str, float], run_dir: Path
+) -> tuple[Path, Path]:
+    """Write the ratings of :func:`~rl_mind.selfplay.trainer.leaderboard` (``board`` and the
+    training step of each snapshot) into ``run_dir``: ``leaderboard.md``, ``leaderboard.csv``
+    and ``leaderboard.png``; returns the paths of the table and the plot."""
     from matplotlib.figure import Figure
 
-    take_final_snapshot(trainer)
-    board, steps = leaderboard(trainer, seed=trainer.config.seed)
     table = run_dir / "leaderboard.md"
     table.write_text(board.to_markdown() + "\n")
     write_csv(run_dir / "leaderboard.csv", [
@@ -51,11 +52,10 @@ def write_leaderboard(trainer: SelfPlayTrainer, run_dir: Path) -> tuple[Leaderbo
     board.plot(ax=right, x=steps, xlabel="training step (game steps) of the snapshot")
     plot = run_dir / "leaderboard.png"
     figure.savefig(plot, dpi=100)
-    return board, table, plot
+    return table, plot
 
 
-def film_match(policy: PongPolicy, run_dir: Path, config: SelfPlayConfig) -> Path:
+def film_match(policy: PongPolicy, run_dir: Path, *, seed: int, max_steps: int) -> Path:
     """A video of one match of ``policy`` (its most likely actions) against the scripted bot."""
-    return record_video(policy, ENV_NAME, run_dir, seed=config.seed,
-                        max_steps=config.video_max_steps, name=VIDEO_NAME,
-                        opponent="scripted")  # fmt: skip
+    return record_video(policy, ENV_NAME, run_dir, seed=seed, max_steps=max_steps,
+                        name=VIDEO_NAME, opponent="scripted")  # fmt: skip

@@ -34,6 +34,7 @@ learner's moves as the opponent form whole matches that GAE runs on unchanged.""
 import copy
 import dataclasses
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,8 +54,13 @@ from rl_mind.envs.pong_forecast import FORECAST_SIZE, ball_forecast, network_inp
 from rl_mind.envs.pong_game import OBSERVATION_SIZE, PongDuelGame
 from rl_mind.nn import build_mlp, soft_update
 from rl_mind.notebook import Profile, progress_bar
-from rl_mind.selfplay import _settings as check
 from rl_mind.selfplay._files import write_csv
+from rl_mind.selfplay._settings import (
+    activation_module,
+    check_bool_flags,
+    check_config,
+    check_same_shape,
+)
 from rl_mind.selfplay.matches import play_matches, round_robin
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
 from rl_mind.selfplay.ratings import EloTable, Leaderboard, bradley_terry
@@ -72,6 +78,7 @@ __all__ = [
     "SelfPlayTrainer",
     "TrainingBatch",
     "UpdateStats",
+    "best_rated",
     "best_snapshot",
     "clipped_policy_loss",
     "explained_variance",
@@ -80,6 +87,7 @@ __all__ = [
     "leaderboard_indices",
     "mirror_observation",
     "ppo_loss",
+    "snapshot_id",
     "snapshot_name",
     "take_final_snapshot",
     "train_for",
@@ -136,7 +144,7 @@ class SelfPlayConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        check.settings(self)  # a ValueError naming a bad setting
+        check_config(self)  # a ValueError naming a bad setting
 
     @classmethod
     def fast_test(cls, **changes: Any) -> "SelfPlayConfig":
@@ -231,7 +239,7 @@ def pong_mlp(
 ) -> nn.Sequential:
     """An MLP from :func:`network_input` to ``n_out``, orthogonally initialised."""
     sizes = [OBSERVATION_SIZE + FORECAST_SIZE * forecast, *hidden_sizes, n_out]
-    mlp = build_mlp(sizes, check.activation(activation))
+    mlp = build_mlp(sizes, activation_module(activation))
     linears = [m for m in mlp if isinstance(m, nn.Linear)]
     for layer in linears:
         nn.init.orthogonal_(layer.weight, gain if layer is linears[-1] else math.sqrt(2))
@@ -418,7 +426,7 @@ def gae_advantages(
     gae_lambda: float,
 ) -> Tensor:
     """GAE over a same-step rollout, all ``[T, B]``: ``next_value`` is ``V(next_obs)``, flags bool."""
-    check.bool_flags(reward.shape, terminated=terminated, truncated=truncated)
+    check_bool_flags(reward.shape, terminated=terminated, truncated=truncated)
     delta = reward + gamma * (~terminated).float() * next_value - value
     continues = (~(terminated | truncated)).float()
     advantages = torch.zeros_like(reward)
@@ -496,7 +504,7 @@ def ppo_loss(
 
 def explained_variance(prediction: Tensor, target: Tensor) -> float:
     """``1 - Var(target - prediction) / Var(target)``: 1 is perfect, 0 no better than a constant."""
-    check.same_shape(prediction, target, "explained_variance")  # ([N, 1] and [N] would broadcast)
+    check_same_shape(prediction, target, "explained_variance")  # ([N, 1] and [N] would broadcast)
     variance = target.var()
     if float(variance) == 0.0:
         return float("nan")
@@ -591,20 +599,45 @@ class SelfPlayTrainer:
     def update(self) -> UpdateStats:
         """Collect one rollout (``num_steps × num_envs`` game steps) and do one PPO update."""
         config, start = self.config, time.perf_counter()
-        rollout = self.collector.collect(config.num_steps).to(self.device)  # [T, B]
+        batch = self.training_batch()
+        losses = self.optimise(batch)
+        self.updates += 1
+        tau = 1 / (1 + config.policy_averaging * self.updates)  # the agent: Polyak averaging
+        soft_update(self.policy, self.averaged_policy, tau)
+        vs_latest, vs_pool = self.credit_results()
+        self.train_seconds += time.perf_counter() - start
+        if self.updates % config.snapshot_every == 0:
+            self.take_snapshot()
+        return UpdateStats(
+            **losses,
+            explained_variance=explained_variance(batch.value, batch.returns),
+            samples=len(batch),
+            win_rate_vs_latest=float(np.mean(vs_latest)) if vs_latest else math.nan,
+            win_rate_vs_pool=float(np.mean(vs_pool)) if vs_pool else math.nan,
+            matches=len(vs_latest) + len(vs_pool),
+        )
+
+    @torch.no_grad()
+    def training_batch(self) -> TrainingBatch:
+        """Collect one rollout: the learner's steps, then (zero-sum: ``-reward``, mirrored
+        view) the live learner's moves as the opponent, as flat data with advantages."""
+        rollout = self.collector.collect(self.config.num_steps).to(self.device)  # [T, B]
         self.env_steps += rollout.reward.numel()  # (the live learner's moves come on top)
-        with torch.no_grad():  # the learner's steps, then the live learner's as the opponent
-            sides = [self.one_side(rollout)]
-            if self.n_live > 0:
-                opponent_obs, action, log_prob = self.live.rollout(len(rollout))  # [T, K]
-            if self.n_live > 0 and config.train_on_opponent:  # zero-sum: -reward, mirror view
-                k = slice(0, self.n_live)
-                next_obs = mirror_observation(cast(Tensor, rollout.next_obs)[:, k])
-                ends = rollout.terminated[:, k], rollout.truncated[:, k]
-                moves = StochasticAction(action, log_prob)
-                opponent = Rollout(opponent_obs, moves, -rollout.reward[:, k], next_obs, *ends)
-                sides.append(self.one_side(opponent))
-        batch = TrainingBatch.cat(sides)
+        sides = [self.one_side(rollout)]
+        if self.n_live > 0:
+            opponent_obs, action, log_prob = self.live.rollout(len(rollout))  # [T, K]
+        if self.n_live > 0 and self.config.train_on_opponent:
+            k = slice(0, self.n_live)
+            next_obs = mirror_observation(cast(Tensor, rollout.next_obs)[:, k])
+            ends = rollout.terminated[:, k], rollout.truncated[:, k]
+            moves = StochasticAction(action, log_prob)
+            opponent = Rollout(opponent_obs, moves, -rollout.reward[:, k], next_obs, *ends)
+            sides.append(self.one_side(opponent))
+        return TrainingBatch.cat(sides)
+
+    def optimise(self, batch: TrainingBatch) -> dict[str, float]:
+        """``update_epochs`` passes of PPO over ``batch`` in minibatches; the mean losses."""
+        config = self.config
         # equal minibatches: a leftover of a few samples would have meaningless advantages
         n_minibatches = math.ceil(len(batch) / config.minibatch_size)
         minibatch_size = math.ceil(len(batch) / n_minibatches)
@@ -618,21 +651,7 @@ class SelfPlayTrainer:
                 self.optimizer.step()
                 for name, value in stats.items():
                     sums[name] = sums.get(name, 0.0) + float(value) / n_minibatches
-        self.updates += 1
-        tau = 1 / (1 + config.policy_averaging * self.updates)  # the agent: Polyak averaging
-        soft_update(self.policy, self.averaged_policy, tau)
-        vs_latest, vs_pool = self.credit_results()
-        self.train_seconds += time.perf_counter() - start
-        if self.updates % config.snapshot_every == 0:
-            self.take_snapshot()
-        return UpdateStats(
-            **{name: total / config.update_epochs for name, total in sums.items()},
-            explained_variance=explained_variance(batch.value, batch.returns),
-            samples=len(batch),
-            win_rate_vs_latest=float(np.mean(vs_latest)) if vs_latest else math.nan,
-            win_rate_vs_pool=float(np.mean(vs_pool)) if vs_pool else math.nan,
-            matches=len(vs_latest) + len(vs_pool),
-        )
+        return {name: total / config.update_epochs for name, total in sums.items()}
 
     def one_side(self, rollout: Rollout[StochasticAction]) -> TrainingBatch:
         """One player's ``[T, B]`` steps as flat ``[T * B]`` data, with GAE and returns."""
@@ -815,6 +834,24 @@ def snapshot_name(entry: dict[str, Any]) -> str:
     return f"snapshot {entry['id']} (step {entry['step']})"
 
 
+def snapshot_id(name: str) -> int | None:
+    """The id in a :func:`snapshot_name` (``3``), ``None`` for another player's name."""
+    found = re.fullmatch(r"snapshot (\d+) \(step \d+\)", name)
+    return int(found.group(1)) if found else None
+
+
+def best_rated(archive: Sequence[dict[str, Any]], ranking: Sequence[str]) -> int | None:
+    """The archive index of the first snapshot in ``ranking`` (names, best first) that the
+    archive holds; ``None`` when the agent (``AGENT_NAME``) comes first, or no snapshot."""
+    ids = [int(entry["id"]) for entry in archive]
+    for name in ranking:
+        if name == AGENT_NAME:
+            return None
+        if snapshot_id(name) in ids:
+            return ids.index(cast(int, snapshot_id(name)))
+    return None
+
+
 def leaderboard_indices(trainer: SelfPlayTrainer, n_snapshots: int | None = None) -> list[int]:
     """Archive indices of up to ``n_snapshots`` (default ``leaderboard_snapshots``)
     snapshots evenly spread over the run, the first and the last included."""
@@ -852,9 +889,9 @@ def take_final_snapshot(trainer: SelfPlayTrainer) -> None:
 
 def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) -> PongPolicy:
     """The best-rated archived snapshot on ``board`` (without a board: the last one)."""
-    names = [snapshot_name(entry) for entry in trainer.archive]
-    rated = [names.index(row.name) for row in board.rows if row.name in names] if board else []
-    return trainer.archived_policy(rated[0] if rated else len(names) - 1)
+    ranking = [row.name for row in board.rows if row.name != AGENT_NAME] if board else []
+    best = best_rated(trainer.archive, ranking)
+    return trainer.archived_policy(best if best is not None else len(trainer.archive) - 1)
 
 
 # %%

@@ -32,7 +32,7 @@ def _class_folder(run_dir: Path, size: int, folder: Path) -> Path:
     """``size`` submissions made from the run's snapshots (noise of 0 to 0.02 on each weight)."""
     from rl_mind.arena import export_agent
     from rl_mind.evaluation import load_checkpoint
-    from rl_mind.selfplay.job import config_of_checkpoint
+    from rl_mind.selfplay.checkpoint import config_of_checkpoint
     from rl_mind.selfplay.trainer import PongPolicy
 
     state = load_checkpoint(run_dir / "checkpoint.pt")["trainer"]

@@ -1,41 +1,22 @@
-"""Watching an environment live in a notebook: a frame viewer with a history slider.
+"""The frame viewer (:class:`FrameViewer`, exported by :mod:`rl_mind.rendering`) and its
+PNG codec, which needs no pillow.
 
-:class:`FrameViewer` collects RGB frames (from ``env.render()`` of a gymnasium environment,
-or of one copy of a :class:`~rl_mind.env.VecEnv`) and shows them in a notebook widget: the
-latest frame while the environment runs, and a slider (with a play button) to go back in
-the history.
-
-What the reader must not get wrong:
-
-- Memory is bounded: frames are kept as PNG bytes (lossless, typically 20-100 times smaller
-  than the raw array), and at most ``max_frames`` of them. When the history is full, the
-  ``trim`` policy decides what goes: ``"thin"`` (default) drops every other frame of the
-  older half, so the whole run stays visible, coarser in the past and dense near the
-  present; ``"oldest"`` drops the oldest frame (a sliding window).
-- The environment must be made with ``render_mode="rgb_array"`` (for a ``VecEnv``:
-  ``VecEnv(name, B, render_mode="rgb_array")``).
-- ``ipywidgets`` is an optional dependency (``pip install "rl-mind[widgets]"``): frames can
-  be collected without it, only showing the widget needs it.
-
-rl-mind 0.4's names (``RenderWidget``, ``rollout_frames``, ``animate_frames``, the
-``Trimmer`` classes, ``encode_frame`` / ``decode_frame``, ``FrameViewer.update`` and
-``.reset``) are kept at the end of the module, built on :class:`FrameViewer`: they work and
-warn (``DeprecationWarning``) with the line to write instead.
+What the reader must not get wrong: frames are kept as PNG bytes, at most ``max_frames`` of
+them; the ``trim`` policy decides what goes when the history is full.
 """
 
 from __future__ import annotations
 
 import struct
-import warnings
 import zlib
 from collections import deque
-from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
-from rl_mind.core import _as_int
-from rl_mind.notebook import _headless_sdl
+from rl_mind._compat_04 import deprecated
+from rl_mind._validation import as_int
+from rl_mind.notebook import headless_sdl
 
 __all__ = ["FrameViewer"]
 
@@ -57,7 +38,7 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     )
 
 
-def _encode_png(frame: np.ndarray, level: int = 1) -> bytes:
+def encode_png(frame: np.ndarray, level: int = 1) -> bytes:
     """Encode an RGB frame ``[height, width, 3]`` uint8 as PNG bytes (lossless)."""
     array = np.ascontiguousarray(frame)
     if array.ndim != 3 or array.shape[2] != 3 or array.dtype != np.uint8:
@@ -78,8 +59,8 @@ def _encode_png(frame: np.ndarray, level: int = 1) -> bytes:
     )
 
 
-def _decode_png(data: bytes | memoryview) -> np.ndarray:
-    """Decode PNG bytes written by :func:`_encode_png` back into ``[height, width, 3]`` uint8."""
+def decode_png(data: bytes | memoryview) -> np.ndarray:
+    """Decode PNG bytes written by :func:`encode_png` back into ``[height, width, 3]`` uint8."""
     data = bytes(data)
     if not data.startswith(_PNG_SIGNATURE):
         raise ValueError("decode_png: not PNG data")
@@ -127,7 +108,7 @@ def _render(env: Any, index: int) -> np.ndarray:
     return np.asarray(frame)
 
 
-def _as_rgb_frame(frame: Any, who: str = "FrameViewer") -> np.ndarray:
+def as_rgb_frame(frame: Any, who: str = "FrameViewer") -> np.ndarray:
     """A rendered frame as contiguous ``[height, width, 3]`` uint8 (grey, RGBA and float
     ``[0, 1]`` frames are converted); ``who`` names the caller in the error."""
     array = np.asarray(frame)
@@ -172,7 +153,7 @@ class FrameViewer:
         trim: Literal["thin", "oldest"] = "thin",
         width: int | str | None = None,
     ) -> None:
-        frames_cap = _as_int(max_frames)
+        frames_cap = as_int(max_frames)
         if frames_cap is None or frames_cap < 2:
             raise ValueError(f"FrameViewer: max_frames must be an int >= 2, got {max_frames!r}")
         max_frames = frames_cap
@@ -189,7 +170,7 @@ class FrameViewer:
         self._label: Any = None
         self._play: Any = None
         self._shown = False
-        self._trimmer: Trimmer | None = None  # (rl-mind 0.4: the one RenderWidget was given)
+        self._trimmer: Any = None  # (rl-mind 0.4: the Trimmer RenderWidget was given)
 
     # ------------------------------------------------------------------ frames
     def __len__(self) -> int:
@@ -212,11 +193,11 @@ class FrameViewer:
 
     def frame(self, position: int) -> np.ndarray:
         """The kept frame at ``position`` (``-1``: the latest), decoded ``[H, W, 3]`` uint8."""
-        return _decode_png(self._frames[position][1])
+        return decode_png(self._frames[position][1])
 
     def add(self, frame: np.ndarray) -> None:
         """Append an RGB frame ``[height, width, 3]`` (uint8, or floats in [0, 1])."""
-        png = _encode_png(_as_rgb_frame(frame))
+        png = encode_png(as_rgb_frame(frame))
         self._frames.append((self._count, png))
         self._count += 1
         if len(self._frames) > self.max_frames:
@@ -226,8 +207,8 @@ class FrameViewer:
     def capture(self, env: Any, index: int = 0) -> np.ndarray:
         """Render ``env`` (copy ``index`` of a ``VecEnv`` or gymnasium ``VectorEnv``), add the
         frame, and return it."""
-        _headless_sdl()
-        frame = _as_rgb_frame(_render(env, index))
+        headless_sdl()
+        frame = as_rgb_frame(_render(env, index))
         self.add(frame)
         return frame
 
@@ -326,10 +307,14 @@ class FrameViewer:
         return self._count
 
     @property
-    def trimmer(self) -> Trimmer | None:
-        """rl-mind 0.4: the trimmer given to ``RenderWidget``; today :attr:`max_frames` and
-        :attr:`trim` bound the history."""
+    def trimmer(self) -> Any:
+        """rl-mind 0.4: the ``Trimmer`` given to ``RenderWidget`` (or ``None``); today
+        :attr:`max_frames` and :attr:`trim` bound the history."""
         return self._trimmer
+
+    @trimmer.setter
+    def trimmer(self, trimmer: Any) -> None:
+        self._trimmer = trimmer  # (what RenderWidget gives, read back as in 0.4)
 
     @property
     def image(self) -> Any:
@@ -358,14 +343,14 @@ class FrameViewer:
     def update(self, frame: np.ndarray) -> None:
         """Deprecated (rl-mind 0.4): :meth:`add`, showing the widget on the first frame as
         0.4's viewer did."""
-        _deprecated("FrameViewer.update(frame)", "viewer.add(frame) (and viewer.show() once)")
+        deprecated("FrameViewer.update(frame): write viewer.add(frame) (and viewer.show() once)")
         if not self._shown:
             self.show()
         self.add(frame)
 
     def reset(self) -> None:
         """Deprecated (rl-mind 0.4): :meth:`clear`."""
-        _deprecated("FrameViewer.reset()", "viewer.clear()")
+        deprecated("FrameViewer.reset(): write viewer.clear()")
         self.clear()
 
     def _ipython_display_(self) -> None:
@@ -378,66 +363,8 @@ class FrameViewer:
         )
 
 
-# ---------------------------------------------------------------------- rl-mind 0.4
 HistoryEntry = tuple[int, bytes]
 """rl-mind 0.4: one frame of a history, ``(step, encoded frame)``."""
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is rl-mind 0.4's spelling; write {new}", DeprecationWarning, stacklevel=3)
-
-
-def encode_frame(frame: np.ndarray) -> bytes:
-    """Deprecated (rl-mind 0.4): an RGB frame ``[H, W, 3]`` as PNG bytes (0.4 wrote WebP)."""
-    _deprecated("encode_frame(frame)", "FrameViewer().add(frame), which keeps frames as PNG")
-    return _encode_png(_as_rgb_frame(frame, "encode_frame"))
-
-
-def decode_frame(data: bytes) -> np.ndarray:
-    """Deprecated (rl-mind 0.4): the ``[H, W, 3]`` uint8 frame of :func:`encode_frame`'s bytes."""
-    _deprecated("decode_frame(data)", "FrameViewer.frame(position)")
-    return _decode_png(data)
-
-
-class Trimmer:
-    """Deprecated (rl-mind 0.4): how many ``(step, frame)`` entries a history keeps. Write
-    ``FrameViewer(max_frames=..., trim="oldest" | "thin")`` instead."""
-
-    def trim(self, history: Sequence[HistoryEntry]) -> Sequence[HistoryEntry]:
-        """The entries to keep (called after every new frame)."""
-        raise NotImplementedError(f"{type(self).__name__}.trim(history): write the entries to keep")
-
-
-class WindowTrimmer(Trimmer):
-    """Deprecated (rl-mind 0.4): the last ``size`` entries; ``FrameViewer(size, trim="oldest")``."""
-
-    def __init__(self, size: int) -> None:
-        _deprecated("WindowTrimmer(size)", 'FrameViewer(max_frames=size, trim="oldest")')
-        checked = _as_int(size)
-        if checked is None or checked < 1:
-            raise ValueError(f"WindowTrimmer: size must be an int >= 1, got {size!r}")
-        self.size = checked
-
-    def trim(self, history: Sequence[HistoryEntry]) -> Sequence[HistoryEntry]:
-        return history[-self.size :] if len(history) > self.size else history
-
-
-class DecimateTrimmer(Trimmer):
-    """Deprecated (rl-mind 0.4): past ``capacity`` entries, keep one in ``1 / keep_ratio``;
-    ``FrameViewer(capacity, trim="thin")``."""
-
-    def __init__(self, capacity: int, keep_ratio: float = 0.5) -> None:
-        _deprecated("DecimateTrimmer(capacity)", 'FrameViewer(max_frames=capacity, trim="thin")')
-        checked = _as_int(capacity)
-        if checked is None or checked < 2:
-            raise ValueError(f"DecimateTrimmer: capacity must be an int >= 2, got {capacity!r}")
-        if not 0 < keep_ratio <= 1:
-            raise ValueError(f"DecimateTrimmer: keep_ratio must be in (0, 1], got {keep_ratio!r}")
-        self.capacity = checked
-        self.stride = max(1, round(1 / keep_ratio))
-
-    def trim(self, history: Sequence[HistoryEntry]) -> Sequence[HistoryEntry]:
-        return history[:: self.stride] if len(history) > self.capacity else history
 
 
 def _pixels(width: str | int | None) -> int | None:
@@ -448,122 +375,3 @@ def _pixels(width: str | int | None) -> int | None:
     if not text.isdigit():
         raise ValueError(f"width: expected pixels such as '400px' or 400, got {width!r}")
     return int(text)
-
-
-def _viewer_for(trimmer: Trimmer | None, width: str | int | None) -> FrameViewer:
-    """The :class:`FrameViewer` that keeps what 0.4's ``trimmer`` kept."""
-    if trimmer is None:
-        viewer = FrameViewer(1000, width=_pixels(width))
-    elif isinstance(trimmer, WindowTrimmer):
-        viewer = FrameViewer(max(trimmer.size, 2), trim="oldest", width=_pixels(width))
-    elif isinstance(trimmer, DecimateTrimmer):
-        viewer = FrameViewer(trimmer.capacity, trim="thin", width=_pixels(width))
-    else:
-        raise TypeError(
-            f"a {type(trimmer).__name__} trimmer: write FrameViewer(max_frames=..., "
-            f'trim="oldest" | "thin") and viewer.capture(env) after each step'
-        )
-    viewer._trimmer = trimmer
-    return viewer
-
-
-class RenderWidget:
-    """Deprecated (rl-mind 0.4): an environment that shows a frame after every ``reset`` and
-    ``step``. Write instead::
-
-        viewer = FrameViewer()
-        viewer.show()
-        ...                       # env.reset() / env.step(action)
-        viewer.capture(env)       # after each: viewer.capture(vec_env, index=k) for a VecEnv
-
-    ``env`` is a gymnasium environment or a :class:`~rl_mind.env.VecEnv` made with
-    ``render_mode="rgb_array"`` (``k``: the copy shown). Other attributes are the
-    environment's.
-    """
-
-    def __init__(
-        self,
-        env: Any,
-        width: str | int = "400px",
-        fps: int = 30,
-        trimmer: Trimmer | None = None,
-        k: int = 0,
-    ) -> None:
-        _deprecated(
-            "RenderWidget(env)", "viewer = FrameViewer(); viewer.show(); viewer.capture(env)"
-        )
-        self.env = env
-        self.k = k
-        self.viewer = _viewer_for(trimmer, width)
-        self.viewer.show()
-
-    def reset(self, *args: Any, **kwargs: Any) -> Any:
-        """Reset the environment, forget the frames, show the first one."""
-        result = self.env.reset(*args, **kwargs)
-        self.viewer.clear()
-        self.viewer.capture(self.env, self.k)
-        return result
-
-    def step(self, action: Any) -> Any:
-        """Step the environment and show the new frame."""
-        result = self.env.step(action)
-        self.viewer.capture(self.env, self.k)
-        return result
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("env", "k", "viewer"):  # not set yet (a failed __init__)
-            raise AttributeError(name)
-        return getattr(self.env, name)
-
-
-def rollout_frames(
-    env_name: str,
-    policy: Callable[[Any], Any],
-    seed: int = 0,
-    trimmer: Trimmer | None = None,
-    wrappers: Sequence[Callable[[Any], Any]] = (),
-    **kwargs: Any,
-) -> list[HistoryEntry]:
-    """Deprecated (rl-mind 0.4): one episode of ``policy`` (``obs -> action``) as a list of
-    ``(step, encoded frame)``; write ``record_video(actor, env_name, directory)`` (a video
-    file) or capture the frames into a :class:`FrameViewer`."""
-    _deprecated(
-        "rollout_frames(env_name, policy)",
-        "record_video(actor, env_name, directory) and video_display(path), or "
-        "viewer.capture(env) after each step",
-    )
-    import gymnasium
-
-    _headless_sdl()
-    env = gymnasium.make(env_name, render_mode="rgb_array", **kwargs)
-    for wrapper in wrappers:
-        env = wrapper(env)
-    try:
-        obs, _info = env.reset(seed=seed)
-        history: list[HistoryEntry] = [(0, _encode_png(_as_rgb_frame(env.render())))]
-        terminated = truncated = False
-        step = 0
-        while not (terminated or truncated):
-            obs, _reward, terminated, truncated, _info = env.step(policy(obs))
-            step += 1
-            history.append((step, _encode_png(_as_rgb_frame(env.render()))))
-            if trimmer is not None:
-                history = list(trimmer.trim(history))
-    finally:
-        env.close()
-    return history
-
-
-def animate_frames(
-    history: Sequence[HistoryEntry], fps: int = 30, width: str | int = "400px"
-) -> FrameViewer:
-    """Deprecated (rl-mind 0.4): show a ``(step, encoded frame)`` history in a
-    :class:`FrameViewer` (returned) with its slider and play button."""
-    _deprecated("animate_frames(history)", "viewer.add(frame) for each frame, then viewer.show()")
-    if len(history) == 0:
-        raise ValueError("animate_frames: the history is empty, expected (step, frame) pairs")
-    viewer = FrameViewer(max(len(history), 2), width=_pixels(width))
-    for _step, data in history:
-        viewer.add(_decode_png(data))
-    viewer.show()
-    return viewer

@@ -1,0 +1,7 @@
+"""``python -m rl_mind.practicals``: the same as ``rl-mind practical``."""
+
+import sys
+
+from rl_mind.practicals.cli import main
+
+sys.exit(main())

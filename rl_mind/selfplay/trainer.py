@@ -739,9 +739,9 @@ def train_for(
     config, budget = trainer.config, 60.0 * minutes
     limit = math.inf if max_updates is None else max_updates
     writer = SummaryWriter(log_dir=str(run_dir))
-    bar = progress_bar(max(1, round(budget)), desc="self-play (training seconds)",
+    bar = progress_bar(max(1, round(budget)), desc="self-play (training seconds)", unit="s",
                        disable=None if progress is None else not progress)  # fmt: skip
-    try:
+    with bar, writer:  # (an exception, or a stop by Ctrl-C, ends the bar red)
         next_evaluation = trainer.train_seconds  # at once: the start of the curves
         evaluation = trainer.eval_history[-1] if trainer.eval_history else {}
         while True:
@@ -770,9 +770,6 @@ def train_for(
                 return evaluation
             if after_update is not None and after_update(trainer):
                 return None
-    finally:
-        bar.close()
-        writer.close()
 
 
 # %% [markdown]
@@ -899,9 +896,11 @@ def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) ->
 
 # %%
 if __name__ == "__main__":
+    from IPython.display import display
+
     take_final_snapshot(trainer)  # the learner as it is now joins as the last snapshot
     board, snapshot_steps = leaderboard(trainer, seed=trainer.config.seed)
-    print(board)
+    display(board)  # a table in a notebook (its Markdown), the Markdown text in a script
     (run_dir / "leaderboard.md").write_text(board.to_markdown() + "\n")
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), layout="tight")
     board.plot(ax=left)

@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "arena": ("rl_mind.arena.run", "rate a class's Pong Duel submissions: leaderboard, gradebook"),
     "play": ("rl_mind.arena.play", "play Pong Duel with the keyboard against an agent"),
     "study": ("rl_mind.study.cli", "run, resume or summarise a study (variants x seeds)"),
+    "compare": ("rl_mind.study.compare", "plot runs or studies with confidence intervals"),
 }
 
 

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 
 from rl_mind._compat_04 import deprecated, visualize_best_arguments
 from rl_mind._validation import as_int
+from rl_mind.bias import Critic, CriticBias
 
 # (the checkpoint and video functions were defined here once: they stay importable from here)
 from rl_mind.checkpoints import CheckpointError, load_checkpoint, save_checkpoint  # noqa: F401
@@ -111,6 +112,9 @@ class Evaluator(Generic[ActionT]):
             then its generators go on), so each evaluation starts from other states.
         max_steps: cap on the steps of one evaluation; unfinished episodes are cut there.
         wrappers: for ``VecEnv`` (and :meth:`visualize_best`'s video) when ``env`` is an id.
+        critic: measure the critic's bias at each evaluation, ``extras["critic_bias"]``
+            (:mod:`rl_mind.bias`): ``critic(obs, action) -> Q [N]``.
+        gamma: the discount the critic was trained with (required with ``critic``).
         **env_kwargs: passed on as ``wrappers`` are.
     """
 
@@ -126,8 +130,11 @@ class Evaluator(Generic[ActionT]):
         max_steps: int = 10_000,
         wrappers: Sequence[Wrapper] = (),
         logs: bool = False,
+        critic: Critic | None = None,
+        gamma: float | None = None,
         **env_kwargs: Any,
     ) -> None:
+        self.critic_bias = CriticBias.from_arguments(critic, gamma)
         if logs not in (True, False) or (logs and run_dir is None):
             raise ValueError(f"Evaluator: logs must be True (with a run_dir to write the logs "
                              f"into) or False, got logs={logs!r}, run_dir={run_dir!r}")  # fmt: skip
@@ -236,10 +243,10 @@ class Evaluator(Generic[ActionT]):
                         "returned")  # fmt: skip
             return self._play(steps)[0]
         _check_steps_and_actor(steps, actor, "run")
-        rewards, lengths = self._play(actor)
+        rewards, lengths, extras = self._play(actor)
         mean = float(rewards.mean())
         is_best = mean > self.best_reward
-        result = EvalResult(int(steps), rewards, is_best, lengths)
+        result = EvalResult(int(steps), rewards, is_best, lengths, extras)
         writer = self.writer  # (made at the first run: a folder it cannot write fails here)
         best = None
         if is_best:
@@ -259,17 +266,21 @@ class Evaluator(Generic[ActionT]):
             self._log(writer, result)
         return result
 
-    def _play(self, actor: Actor[ActionT]) -> tuple[Tensor, Tensor]:
-        """Returns and lengths ``[B]`` (CPU) of the first episode of each copy."""
+    def _play(self, actor: Actor[ActionT]) -> tuple[Tensor, Tensor, dict[str, float]]:
+        """Returns and lengths ``[B]`` (CPU) of the first episode of each copy, and the
+        extras (the critic's bias)."""
         env, device, B = self.env, actor_device(actor), self.env.num_envs
         returns = torch.zeros(B, dtype=torch.float32, device=env.device)
         lengths = torch.zeros(B, dtype=torch.long, device=env.device)
         finished = torch.zeros(B, dtype=torch.bool, device=env.device)
+        recording = self.critic_bias.recording(B) if self.critic_bias is not None else None
         with evaluation_mode(actor):
             obs = env.reset(seed=self.seed)
             for _ in range(self.max_steps):
                 actions = check_action_shape(actor.act(obs.to(device)), env.action_space, B)
                 step = env.step(actions)
+                if recording is not None:
+                    recording.add(obs, actions, step)
                 # Copies whose first episode is over keep stepping, their rewards masked.
                 running = ~finished
                 returns += step.reward * running
@@ -278,7 +289,8 @@ class Evaluator(Generic[ActionT]):
                 if bool(finished.all()):
                     break
                 obs = step.obs
-        return returns.cpu(), lengths.cpu()
+            extras = {} if recording is None else {"critic_bias": recording.bias(actor, device)}
+        return returns.cpu(), lengths.cpu(), extras
 
     @staticmethod
     def _log(writer: SummaryWriter, result: EvalResult) -> None:

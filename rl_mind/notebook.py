@@ -11,8 +11,9 @@ a script, and CI. This module hides the differences:
 - :func:`video_display` embeds an ``.mp4`` in the notebook itself (base64), so that the
   video is still there when the saved notebook is opened elsewhere; a script prints the path;
 - :func:`progress_bar` is a tqdm bar with the latest evaluation in its postfix: a widget in
-  a notebook that has ``ipywidgets``, a text bar in one that has not (no warning either
-  way), a text bar in a terminal;
+  a notebook that has ``ipywidgets`` (replaced, when it closes, by a static picture of its
+  final state that a saved notebook keeps), a text bar in one that has not (no warning
+  either way), a text bar in a terminal;
 - :class:`Profile` sizes budgets: ``Profile.pick(full, fast_test=...)`` returns the tiny
   fast-test value when the environment variable ``RL_MIND_FAST_TEST=1`` is set (CI sets
   it), so that every practical runs in seconds there. rl-mind 0.4's switch,
@@ -29,6 +30,7 @@ import datetime
 import numbers
 import os
 import re
+import shutil
 import sys
 import warnings
 from collections.abc import Sequence
@@ -143,7 +145,10 @@ def setup_tensorboard(
 
     In a notebook it displays the two magics to run (``%load_ext tensorboard`` and
     ``%tensorboard --logdir ...``), or, with ``embed=True``, runs them to embed the
-    dashboard in the notebook. In a script it prints the shell command. Either way it
+    dashboard in the notebook; ``%tensorboard`` then starts the ``tensorboard`` beside the
+    kernel's interpreter (``sys.executable``'s folder), also when Jupyter was started from a
+    virtual environment without activating it (it sets ``$TENSORBOARD_BINARY``, unless set
+    already). In a script it prints the shell command. Either way it
     returns the absolute log directory (created if needed); point ``SummaryWriter`` or
     :func:`run_directory` at it (runs in sub-folders appear as separate curves).
     """
@@ -151,11 +156,18 @@ def setup_tensorboard(
     if path.exists() and not path.is_dir():
         raise ValueError(f"setup_tensorboard: {path} is a file, expected a folder")
     path.mkdir(parents=True, exist_ok=True)
-    command = f'tensorboard --logdir "{path}"'
+    program = _tensorboard_program()
+    shown = f'"{program}"' if " " in program else program  # (a folder with a space)
+    command = f'{shown} --logdir "{path}"'
     if is_notebook():
         from IPython import get_ipython
         from IPython.display import Markdown, display
 
+        # ``%tensorboard`` starts the program named by $TENSORBOARD_BINARY, else the first
+        # `tensorboard` on PATH: the kernel's own, also when Jupyter was started from a
+        # virtual environment without activating it
+        if program != "tensorboard":
+            os.environ.setdefault("TENSORBOARD_BINARY", program)
         shell = get_ipython()
         if embed and shell is not None:
             shell.run_line_magic("load_ext", "tensorboard")
@@ -171,6 +183,20 @@ def setup_tensorboard(
     else:
         print(f"TensorBoard logs: {path}\nOpen the dashboard with: {command}")
     return path
+
+
+def _tensorboard_program() -> str:
+    """How to start the ``tensorboard`` of the running interpreter: ``"tensorboard"`` when
+    that is the one on PATH, else the path of the one beside ``sys.executable`` (a virtual
+    environment's ``bin/``, not on PATH when it was not activated)."""
+    name = "tensorboard.exe" if os.name == "nt" else "tensorboard"
+    beside = Path(sys.executable).parent / name
+    if not beside.is_file():
+        return "tensorboard"
+    on_path = shutil.which("tensorboard")
+    if on_path is not None and Path(on_path).resolve() == beside.resolve():
+        return "tensorboard"
+    return str(beside)
 
 
 # ---------------------------------------------------------------------- videos
@@ -245,14 +271,19 @@ class ProgressBar:
     """A tqdm bar (a widget in a notebook with ``ipywidgets``, else text) that tracks a
     training-step counter and shows the latest evaluation in its postfix.
 
-    Build it with :func:`progress_bar`; in the loop call :meth:`update_to` with the total
-    number of training steps so far.
+    Build it with :func:`progress_bar`, as a context manager around the training loop; in
+    the loop call :meth:`update_to` with the total number of training steps so far.
 
-    With a ``target`` return, a bar closed early because the evaluator's best return reached
-    it ends full (green in a notebook) and says "target reached at step N"; a bar closed
-    early otherwise (an error, an interrupt, a ``break``) ends as tqdm ends it (red in a
-    notebook). In a notebook, the text that a saved notebook shows in place of the widget is
-    the bar's final state.
+    It always ends with a count and a percentage: a loop that passes ``total`` (collectors
+    count steps in chunks) ends at 100% of the steps it took, not at tqdm's ``n/?``. With a
+    ``target`` return, a bar closed early because the evaluator's best return reached it
+    ends full (green in a notebook) and says "target reached at step N". A bar left by an
+    exception or an interrupt (``KeyboardInterrupt``) inside its ``with`` block ends red,
+    and so does a bar closed before its end otherwise (a ``break``), as tqdm ends it.
+
+    In a notebook, closing the widget replaces it by a static picture of its final state
+    (HTML, with its text): a widget's state is not saved with the notebook, so a saved and
+    reopened notebook would otherwise show "Error displaying widget" where the bar was.
     """
 
     def __init__(
@@ -261,6 +292,7 @@ class ProgressBar:
         evaluator: _HasHistory | None = None,
         *,
         desc: str = "training",
+        unit: str = "step",
         target: float | None = None,
         disable: bool | None = None,
         **tqdm_kwargs: Any,
@@ -293,7 +325,7 @@ class ProgressBar:
         self._shown_results = 0
         self._steps = 0
         self._closed = False
-        self.bar = _tqdm(total=total, desc=desc, unit="step", disable=disable, **tqdm_kwargs)
+        self.bar = _tqdm(total=total, desc=desc, unit=unit, disable=disable, **tqdm_kwargs)
         self._display = None  # the notebook widget's display handle
         container = getattr(self.bar, "container", None)
         if container is not None:
@@ -306,10 +338,23 @@ class ProgressBar:
         """The position of the bar (training steps), also tracked when the bar is hidden."""
         return self._steps
 
+    def _widget(self) -> Any:
+        """The notebook widget's progress bar (None for a text bar)."""
+        container = getattr(self.bar, "container", None)
+        return None if container is None else container.children[1]
+
+    def _set_total(self, total: int) -> None:
+        self.bar.total = total
+        widget = self._widget()
+        if widget is not None:
+            widget.max = total  # the widget's own total
+
     def update_to(self, steps: int, **postfix: Any) -> None:
         """Move the bar to ``steps`` and refresh the postfix: the latest evaluation mean
         (when the evaluator has a new result) and any extra ``name=value`` pairs."""
         if steps > self._steps:
+            if steps > (getattr(self.bar, "total", None) or 0):
+                self._set_total(int(steps))  # past the budget: tqdm would show "n/?"
             self.bar.update(steps - self._steps)
             self._steps = int(steps)
         values: dict[str, Any] = {}
@@ -346,17 +391,18 @@ class ProgressBar:
             return
         self._closed = True
         reached = None if error else self.target_step
+        widget = self._widget()
         if reached is not None:
-            self.bar.total = self._steps
-            container = getattr(self.bar, "container", None)
-            if container is not None:
-                container.children[1].max = self._steps  # the widget's own total
+            self._set_total(self._steps)
             self.bar.set_description(
                 f"{self.desc}: target reached at step {reached}", refresh=False
             )
+        elif error and widget is not None:
+            widget.bar_style = "danger"  # (tqdm ends a full bar green, error or not)
         self.bar.close()
         if self._display is not None:
-            self._display.update(self.bar.container)  # the text fallback: the final state
+            self._display.update(_snapshot(self.bar, widget.bar_style), raw=True)
+            self.bar.container.close()  # the widget is no longer shown anywhere
 
     def __enter__(self) -> ProgressBar:
         return self
@@ -365,19 +411,53 @@ class ProgressBar:
         self._close(error=exc_type is not None)
 
 
+# ipywidgets' own colours of a progress bar's styles (its default is the blue)
+_BAR_COLOURS = {"success": "#5cb85c", "danger": "#d9534f", "warning": "#f0ad4e"}
+
+
+def _snapshot(bar: Any, style: str) -> dict[str, str]:
+    """A closed notebook bar as a static output: HTML that looks like the widget in its
+    final state (without the time remaining), and the same line as text."""
+    import html
+
+    line = "{l_bar}<bar/>| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"
+    final = {**bar.format_dict, "ascii": False}
+    text = bar.format_meter(**{**final, "bar_format": line.replace("<bar/>", "{bar:20}")})
+    left, right = bar.format_meter(**{**final, "bar_format": line}).split("<bar/>")
+    total = bar.total or 0
+    filled = 100.0 if not total else min(100.0, 100.0 * bar.n / total)
+    colour = _BAR_COLOURS.get(style, "#2196f3")
+    state = style or "unfinished"
+    page = (
+        f'<div class="rl-mind-progress" data-state="{state}" style="display: flex; '
+        f'align-items: center; font-family: monospace; white-space: pre">'
+        f"<span>{html.escape(left.rstrip('|'))}</span>"
+        f'<span style="display: inline-block; width: 20em; height: 1em; margin: 0 0.4em; '
+        f'background-color: #e0e0e0">'
+        f'<span style="display: block; width: {filled:.1f}%; height: 100%; '
+        f'background-color: {colour}"></span></span>'
+        f"<span>{html.escape(right.lstrip('|'))}</span></div>"
+    )
+    return {"text/html": page, "text/plain": text}
+
+
 def progress_bar(
     total: int, evaluator: _HasHistory | None = None, *, target: float | None = None, **kwargs: Any
 ) -> ProgressBar:
     """A progress bar over ``total`` training steps, showing ``evaluator``'s latest mean.
 
-    The two-line idiom::
+    The idiom, a ``with`` block around the loop (an exception or an interrupt inside it
+    ends the bar red; without ``with``, call ``progress.close()`` after the loop)::
 
-        progress = progress_bar(total_steps, evaluator, target=475)  # before the loop
-        progress.update_to(collector.steps)  # in the loop, after the evaluator
+        with progress_bar(total_steps, evaluator, target=475) as progress:
+            while collector.steps < total_steps:
+                ...
+                progress.update_to(collector.steps)  # after the evaluator
 
     With ``target``, a loop that stops early because the evaluator reached it ends with a
     full bar that says "target reached at step N" (not the red of an interrupted bar).
-    ``kwargs`` go to :class:`ProgressBar` (``desc``, ``disable``, or any tqdm option).
+    ``kwargs`` go to :class:`ProgressBar` (``desc``, ``unit``, ``disable``, or any tqdm
+    option).
     """
     return ProgressBar(total, evaluator, target=target, **kwargs)
 

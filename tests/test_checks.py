@@ -121,6 +121,98 @@ def test_a_check_lets_the_students_exception_through() -> None:
         checks.check_dqn_td_target(unfilled)
 
 
+def test_an_unfilled_gap_shows_as_one_line_that_says_what_to_do() -> None:
+    def dqn_td_target(*args: Any) -> Any:
+        # YOUR CODE HERE: the TD targets
+        raise NotImplementedError("dqn_td_target(): not written yet (YOUR CODE HERE)")
+
+    with pytest.raises(NotImplementedError) as info:
+        checks.check_dqn_td_target(dqn_td_target)
+    # IPython shows these lines instead of the traceback through the check's frames
+    (shown,) = info.value._render_traceback_()  # type: ignore[attr-defined]
+    assert shown == (
+        "\x1b[0;31m✗ dqn_td_target is not written yet (NotImplementedError: dqn_td_target(): "
+        "not written yet (YOUR CODE HERE)): write it under YOUR CODE HERE, run its cell, then "
+        "this check again\x1b[0m"
+    )
+
+
+def test_a_students_exception_shows_as_one_line_with_the_line_that_raised_it() -> None:
+    def dqn_td_target(target_network: Any, batch: Any, gamma: float) -> Any:
+        values = target_network(batch.next_obs).max(dim=1).values
+        return values + torch.ones(len(values) + 1)  # a shape error of the student's
+
+    with pytest.raises(RuntimeError) as info:
+        checks.check_dqn_td_target(dqn_td_target)
+    first, where = info.value._render_traceback_()  # type: ignore[attr-defined]
+    assert first.startswith("\x1b[0;31m✗ dqn_td_target raised RuntimeError on case 1/2: ")
+    assert first.endswith(". Fix dqn_td_target, run its cell, then this check again\x1b[0m")
+    assert "must match the size of tensor" in first and "\n" not in first
+    assert where.startswith("  in dqn_td_target, line ") and where.endswith(
+        ": return values + torch.ones(len(values) + 1)  # a shape error of the student's"
+    )
+
+
+def test_a_not_implemented_error_from_a_library_is_not_a_gap_to_fill() -> None:
+    def dqn_td_target(target_network: Any, batch: Any, gamma: float) -> Any:
+        return torch.nn.Module()(batch.reward)  # a module without forward: torch raises
+
+    with pytest.raises(NotImplementedError) as info:
+        checks.check_dqn_td_target(dqn_td_target)
+    first, where = info.value._render_traceback_()  # type: ignore[attr-defined]
+    assert "✗ dqn_td_target raised NotImplementedError on case 1/2" in first
+    assert "not written yet" not in first and "line" in where
+
+
+def test_an_error_of_the_check_itself_keeps_its_traceback(
+    reference: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rl_mind.checks import engine
+
+    monkeypatch.setattr(engine, "outputs_of", None)  # a bug of the check, not the student's
+    with pytest.raises(TypeError, match="not callable") as info:
+        checks.check_dqn_td_target(reference["dqn_td_target"])
+    assert not hasattr(info.value, "_render_traceback_")
+
+
+def test_in_a_notebook_a_gap_and_a_students_error_stop_with_the_line_alone(
+    tmp_path: Path,
+) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    cells = [
+        "from rl_mind.checks import check_dqn_td_target",
+        "def dqn_td_target(target_network, batch, gamma):\n"
+        "    # YOUR CODE HERE: the TD targets y [N]\n"
+        "    raise NotImplementedError('dqn_td_target(): not written yet (YOUR CODE HERE)')",
+        "check_dqn_td_target(dqn_td_target)",
+        "import torch\n\ndef dqn_td_target(target_network, batch, gamma):\n"
+        "    return batch.reward + torch.ones(len(batch.reward) + 1)",
+        "check_dqn_td_target(dqn_td_target)",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = NotebookClient(
+        notebook, timeout=120, kernel_name="python3", allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )  # fmt: skip
+    try:
+        client.execute()
+    except CellExecutionError as error:  # pragma: no cover - allow_errors: never
+        raise AssertionError(error) from None
+    gap, wrong = (
+        next(o for o in notebook.cells[i].outputs if o.output_type == "error") for i in (2, 4)
+    )
+    assert gap.ename == "NotImplementedError"
+    assert len(gap.traceback) == 1 and "✗ dqn_td_target is not written yet" in gap.traceback[0]
+    assert wrong.ename == "RuntimeError" and len(wrong.traceback) == 2, wrong.traceback
+    assert "✗ dqn_td_target raised RuntimeError on case 1/2" in wrong.traceback[0]
+    assert wrong.traceback[1].startswith("  in dqn_td_target, line 4: return batch.reward")
+    for output in (gap, wrong):
+        assert "rl_mind" not in "".join(output.traceback), output.traceback
+
+
 def test_a_check_restores_the_random_state(
     reference: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1639,7 +1731,8 @@ import rl_mind
 notebook = nbformat.read(sys.argv[1], as_version=4)
 imports, declaration, _gap, check = [c.source for c in notebook.cells if c.cell_type == "code"]
 namespace = {}
-exec(imports, namespace)
+# (the first cell's install line is a notebook magic: run as a script, as jupytext would)
+exec("\\n".join(line for line in imports.split("\\n") if not line.startswith("%")), namespace)
 exec(declaration, namespace)
 results = {"package": rl_mind.__file__}
 for name, code in json.loads(sys.argv[2]):
@@ -1711,10 +1804,56 @@ def test_a_teacher_declares_a_check_in_the_source_and_the_student_notebook_runs_
     assert _run_the_student_notebook(sys.executable, path, str(package.parent)) == package
 
 
+def _venv_seeing_this_interpreter(folder: Path, *, with_pip: bool = True) -> Path:
+    """A fresh virtual environment at ``folder`` whose Python also sees every package of the
+    interpreter running the tests; returns that Python.
+
+    ``system_site_packages=True`` alone gives the *base* interpreter's packages: when pytest
+    runs in a virtual environment (the README's set-up), its packages (nbformat, torch...)
+    are not the base's. A ``.pth`` file puts this interpreter's site folders after the new
+    environment's own, so that what is installed there wins."""
+    import site
+    import subprocess
+    import venv
+
+    venv.create(folder, system_site_packages=True, with_pip=with_pip)
+    python = folder / "bin" / "python"
+    own = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout.strip()  # fmt: skip
+    ours = [*site.getsitepackages(), site.getusersitepackages()]
+    Path(own, "_outer_interpreter.pth").write_text("\n".join(ours) + "\n")
+    return python
+
+
+def test_a_venv_made_by_a_test_sees_the_packages_of_the_python_running_the_tests(
+    tmp_path: Path,
+) -> None:
+    # (pytest may run in the README's virtual environment, whose packages the base
+    # interpreter has not: system_site_packages=True alone would not find nbformat there)
+    import json
+    import site
+    import subprocess
+
+    import nbformat
+
+    python = _venv_seeing_this_interpreter(tmp_path / "venv", with_pip=False)
+    script = "import json, sys, nbformat; print(json.dumps([sys.path, nbformat.__file__]))"
+    done = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    path, found = json.loads(done.stdout)
+    assert found == nbformat.__file__
+    ours = [folder for folder in site.getsitepackages() if Path(folder).is_dir()]
+    assert all(folder in path for folder in ours), (ours, path)
+    own = [i for i, folder in enumerate(path) if folder.startswith(str(tmp_path / "venv"))]
+    ours = [path.index(folder) for folder in ours]
+    assert own and max(own) < min(ours), "what the new environment installs must win"
+
+
 @pytest.mark.slow
 def test_a_teacher_declared_check_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     import subprocess
-    import venv
 
     pytest.importorskip("setuptools")  # (the build backend, for a build without a network)
     root = Path(__file__).parent.parent
@@ -1726,8 +1865,7 @@ def test_a_teacher_declared_check_runs_from_an_installed_wheel(tmp_path: Path) -
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("rl_mind-*.whl")
-    venv.create(tmp_path / "venv", system_site_packages=True, with_pip=True)
-    python = str(tmp_path / "venv" / "bin" / "python")
+    python = str(_venv_seeing_this_interpreter(tmp_path / "venv"))
     installed = subprocess.run(
         [python, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed",
          str(wheel)],

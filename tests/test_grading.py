@@ -134,8 +134,12 @@ def test_nbgrader_gives_the_reference_full_points_and_a_wrong_loss_one_point_les
     student = student_notebook("dqn")
     assert stubs(release) == stubs(student) and len(stubs(student)) == 4
     assert any(
-        line.startswith("raise NotImplementedError(")
-        and "dqn_loss(): write the mean squared error between Q(s, a) and the targets" in line
+        line.startswith("# YOUR CODE HERE: ")
+        and "the mean squared error between Q(s, a) and the targets" in line
+        for line in stubs(release)
+    )
+    assert any(
+        line.startswith("raise NotImplementedError(") and "dqn_loss(): not written yet" in line
         for line in stubs(release)
     )
 

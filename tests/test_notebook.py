@@ -6,6 +6,7 @@ import base64
 import concurrent.futures
 import io
 import multiprocessing
+import os
 import re
 import sys
 from pathlib import Path
@@ -120,6 +121,66 @@ def test_setup_tensorboard_shows_the_magics_in_a_notebook(
     log_dir = setup_tensorboard(tmp_path)
     text = shown[0].data
     assert "%load_ext tensorboard" in text and f'%tensorboard --logdir "{log_dir}"' in text
+
+
+def test_setup_tensorboard_finds_the_tensorboard_beside_the_kernels_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Jupyter started from a virtual environment that was not activated: the kernel's
+    # python is the environment's, PATH has no `tensorboard`, or another one
+    import IPython.display
+
+    folder = tmp_path / "venv" / "bin"
+    folder.mkdir(parents=True)
+    (folder / "python").touch()
+    program = folder / "tensorboard"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(folder / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("TENSORBOARD_BINARY", "")  # (restored, or removed, after the test)
+    monkeypatch.delenv("TENSORBOARD_BINARY")
+    log_dir = setup_tensorboard(tmp_path / "logs")  # a script: the command, with its path
+    assert f'{program} --logdir "{log_dir}"' in capsys.readouterr().out
+    assert "TENSORBOARD_BINARY" not in os.environ
+    shown: list[Any] = []
+    monkeypatch.setattr(notebook, "is_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **_: shown.extend(objs))
+    setup_tensorboard(tmp_path / "logs")
+    assert os.environ["TENSORBOARD_BINARY"] == str(program)  # what %tensorboard starts
+    assert f'`{program} --logdir "{log_dir}"`' in shown[0].data
+    # on PATH, it is named as it is typed; a $TENSORBOARD_BINARY already set is kept
+    monkeypatch.setenv("PATH", str(folder))
+    monkeypatch.setenv("TENSORBOARD_BINARY", "/opt/tb/tensorboard")
+    setup_tensorboard(tmp_path / "logs")
+    assert f'`tensorboard --logdir "{log_dir}"`' in shown[1].data
+    assert os.environ["TENSORBOARD_BINARY"] == "/opt/tb/tensorboard"
+
+
+_EMBED_TENSORBOARD = """
+import os, signal
+from rl_mind import setup_tensorboard
+log_dir = setup_tensorboard(embed=True)
+from tensorboard import manager
+started = [info for info in manager.get_all() if str(log_dir) in info.logdir]
+print("started", len(started))
+for info in started:
+    os.kill(info.pid, signal.SIGTERM)
+"""
+
+
+@pytest.mark.slow
+def test_tensorboard_starts_in_a_kernel_whose_path_does_not_have_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not (Path(sys.executable).parent / "tensorboard").is_file():
+        pytest.skip(f"no tensorboard program beside {sys.executable}")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # (the kernel is `python`: sys.executable)
+    monkeypatch.delenv("TENSORBOARD_BINARY", raising=False)
+    monkeypatch.setenv("RL_MIND_OUTPUTS", str(tmp_path / "outputs"))
+    (outputs,) = _run_cells([_EMBED_TENSORBOARD], tmp_path)
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "Could not find `tensorboard`" not in text and "started 1" in text, outputs
 
 
 # ---------------------------------------------------------------------- videos
@@ -283,9 +344,14 @@ def test_the_progress_bar_shows_in_a_notebook_with_or_without_ipywidgets(tmp_pat
     assert "200/200" in text and "100%" in text, without
     assert all(o.output_type == "stream" and o.name == "stdout" for o in without), without
     assert "Warning" not in text and "IProgress" not in text
-    # with ipywidgets installed, tqdm's widget, and nothing else
+    # with ipywidgets installed, tqdm's widget, and nothing else; once closed, the widget is
+    # replaced by a static picture of its final state (a saved notebook keeps no widget
+    # state: a frontend would show "Error displaying widget: model not found")
     assert [o.output_type for o in with_widgets] == ["display_data"], with_widgets
-    assert "application/vnd.jupyter.widget-view+json" in with_widgets[0].data
+    assert "application/vnd.jupyter.widget-view+json" not in with_widgets[0].data
+    html, plain = with_widgets[0].data["text/html"], with_widgets[0].data["text/plain"]
+    assert 'class="rl-mind-progress" data-state="success"' in html, html
+    assert "100%" in html and "200/200" in html and "100%" in plain and "200/200" in plain
 
 
 _TRAIN_TO_TARGET = """
@@ -314,12 +380,67 @@ def test_a_notebook_bar_stopped_at_its_target_ends_green_and_saves_its_final_sta
     text = "".join(o.get("text", "") for o in without if o.output_type == "stream")
     final = text.split("\r")[-1]
     assert "target reached at step 300" in final and "300/300" in final, text
-    # the widget: green, and the text a saved notebook shows instead is the final state
+    # the widget: green, and what a saved notebook shows instead is the final state
     widget, style = with_widgets
     assert style.text.strip() == "success", with_widgets
     plain = widget.data["text/plain"]
     assert "target reached at step 300" in plain and "100%" in plain, plain
-    assert "application/vnd.jupyter.widget-view+json" in widget.data
+    assert "application/vnd.jupyter.widget-view+json" not in widget.data
+    html = widget.data["text/html"]
+    assert "target reached at step 300" in html and 'data-state="success"' in html, html
+    assert "width: 100.0%; height: 100%; background-color: #5cb85c" in html
+
+
+def test_a_loop_that_passes_its_budget_ends_with_a_count_and_a_percentage() -> None:
+    # (a collector counts steps in chunks: the last update passes total_steps, where tqdm
+    # would end "1183/?" with no percentage)
+    output = io.StringIO()
+    with progress_bar(1000, file=output, mininterval=0, ascii=True, disable=False) as progress:
+        for steps in (512, 1024, 1183):
+            progress.update_to(steps)
+    final = output.getvalue().split("\r")[-1]
+    assert "1183/1183" in final and "100%" in final and "?" not in final, final
+
+
+def test_the_unit_of_a_bar_is_what_it_counts() -> None:
+    output = io.StringIO()
+    with progress_bar(300, unit="s", file=output, mininterval=0, disable=False) as progress:
+        progress.update_to(150)
+    final = output.getvalue().split("\r")[-1]
+    assert "150/300" in final and "step" not in final and "s/s" in final, final
+
+
+_INTERRUPTED = """
+from rl_mind import progress_bar
+for stop, steps in ((KeyboardInterrupt, 300), (RuntimeError, 1000)):
+    try:
+        with progress_bar(1000) as progress:
+            progress.update_to(steps)
+            raise stop  # the ■ button mid-way, an error once the budget is spent
+    except stop:
+        pass
+    print(progress.bar.container.children[1].bar_style)
+with progress_bar(1000) as progress:
+    for steps in (512, 1024, 1183):
+        progress.update_to(steps)
+"""
+
+
+def test_a_notebook_bar_left_by_an_interrupt_or_an_error_ends_red(tmp_path: Path) -> None:
+    (outputs,) = _run_cells([_INTERRUPTED], tmp_path)
+    shown = [o.data for o in outputs if o.output_type == "display_data"]
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert printed.split() == ["danger", "danger"], outputs
+    assert len(shown) == 3 and all(
+        "application/vnd.jupyter.widget-view+json" not in d for d in shown
+    )
+    interrupted, full, past = shown
+    assert 'data-state="danger"' in interrupted["text/html"]
+    assert "300/1000" in interrupted["text/plain"] and " 30%" in interrupted["text/plain"]
+    assert "background-color: #d9534f" in interrupted["text/html"]  # red
+    assert 'data-state="danger"' in full["text/html"] and "1000/1000" in full["text/plain"]
+    assert 'data-state="success"' in past["text/html"] and "1183/1183" in past["text/plain"]
+    assert "100%" in past["text/plain"]
 
 
 def test_the_progress_bar_shows_in_a_terminal_and_not_in_a_log(tmp_path: Path) -> None:

@@ -89,6 +89,22 @@ def test_readme_starts_with_the_two_newcomer_commands() -> None:
     assert os.access(ROOT / ".ci" / "run", os.R_OK)
 
 
+def test_ci_runs_the_test_command_in_the_virtual_environment_the_readme_makes() -> None:
+    # (CI used to install into the machine's own Python, where a newcomer's failure hid)
+    head = README.read_text(encoding="utf-8")[:3000]
+    venv = re.search(r"^(python -m venv \.venv && \. \.venv/bin/activate)$", head, re.M)
+    assert venv is not None, "rl_mind.md must show how to make its virtual environment"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line.strip() for line in ci.splitlines() if line.strip() and line[0] != "#"]
+    made = commands.index(venv.group(1))
+    torch = commands.index('pip install --quiet "torch==2.13.0"')
+    docs = next(i for i, line in enumerate(commands) if "mkdocs build --strict" in line)
+    wheel = next(i for i, line in enumerate(commands) if "wheel_test.sh" in line)
+    tests = commands.index('pip install -e ".[test]" && python -m pytest')
+    assert made < torch < docs < wheel < tests, commands
+    assert not any("pip install" in line for line in commands[:made]), "installed before the venv"
+
+
 def test_ci_builds_the_site_strictly() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^[^#\n]*mkdocs build --strict", ci, re.M), ".ci/run must build the docs"

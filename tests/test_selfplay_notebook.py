@@ -115,6 +115,19 @@ def test_the_notebook_runs_end_to_end_and_embeds_the_match_video(
     assert "<video" in html and "data:video/mp4;base64," in html
     images = [o for c in code_cells for o in c.outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 3  # the court, the win-rate curves, the leaderboard
+    # the leaderboard is a table (Markdown), not its text printed
+    board = next(c for c in code_cells if "leaderboard(trainer" in c.source)
+    tables = [
+        o.data["text/markdown"] for o in board.outputs if "text/markdown" in o.get("data", {})
+    ]
+    assert len(tables) == 1 and "| rank | player | rating |" in tables[0], board.outputs
+    assert not any("| rank |" in o.get("text", "") for o in board.outputs)
+    # the bar counts training seconds: its final state, kept in the notebook, says so
+    training = next(c for c in code_cells if "train_for(trainer" in c.source)
+    (bar,) = [o.data for o in training.outputs if "text/html" in o.get("data", {})]
+    assert "self-play (training seconds)" in bar["text/plain"] and "s/s" in bar["text/plain"]
+    assert "step" not in bar["text/plain"].replace("game_steps", ""), bar["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" not in bar
     runs = list(tmp_path.glob("selfplay-notebook-*"))
     assert len(runs) == 1
     run = runs[0]

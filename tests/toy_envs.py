@@ -29,6 +29,8 @@ from rl_mind.core import Action, Actor, TensorStruct
 COUNTER_ID = "rl_mind_test/Counter-v0"
 GEOMETRIC_ID = "rl_mind_test/Geometric-v0"
 ENDLESS_ID = "rl_mind_test/Endless-v0"
+CLOCK_ID = "rl_mind_test/Clock-v0"
+CLOCK_TIME_LIMIT = 60
 
 N_ACTIONS = 3
 FLAG_RUNNING, FLAG_TERMINATED, FLAG_TRUNCATED = 0, 1, 2
@@ -137,6 +139,42 @@ class EndlessEnv(GeometricEnv):
         return np.array([self.t], dtype=np.float32), 1.0, False, False, {}
 
 
+class ClockEnv(gym.Env[Any, Any]):
+    """A known value function: reward ``1 + action`` (one continuous action in [-1, 1]) at
+    every step; a copy reset with an even seed terminates after ``4 + seed`` steps, one with
+    an odd seed never terminates (gymnasium's time limit cuts it at ``CLOCK_TIME_LIMIT``).
+    Observation: ``(t, terminate_at)``, ``terminate_at`` = -1 for never."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-1.0, 1e6, (2,), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.t, self.terminate_at = 0, -1
+
+    def _obs(self) -> Any:
+        return np.array([self.t, self.terminate_at], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        if seed is not None:
+            self.terminate_at = 4 + seed if seed % 2 == 0 else -1
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        terminated = self.t == self.terminate_at
+        return self._obs(), 1.0 + float(np.asarray(action).reshape(-1)[0]), terminated, False, {}
+
+
+def clock_value(obs: Tensor, gamma: float, reward: float) -> Tensor:
+    """The true value ``[N]`` of ``ClockEnv``'s observations ``[N, 2]`` under a policy whose
+    reward is ``reward`` at every step: the discounted sum to termination, or for ever."""
+    t, terminate_at = obs[:, 0].double(), obs[:, 1].double()
+    forever = torch.full_like(t, reward / (1 - gamma))
+    remaining = (terminate_at - t).clamp(min=0)
+    return torch.where(terminate_at < 0, forever, reward * (1 - gamma**remaining) / (1 - gamma))
+
+
 def register() -> None:
     """Register the toy environments (idempotent)."""
     for env_id, entry_point in [
@@ -146,6 +184,9 @@ def register() -> None:
     ]:
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=entry_point, disable_env_checker=True)
+    if CLOCK_ID not in gym.registry:
+        gym.register(id=CLOCK_ID, entry_point="tests.toy_envs:ClockEnv",
+                     max_episode_steps=CLOCK_TIME_LIMIT, disable_env_checker=True)  # fmt: skip
 
 
 register()

@@ -192,38 +192,39 @@ writer = evaluator.writer
 
 # %%
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
-while collector.steps < config.total_steps:
-    rollout = collector.collect(config.n_steps)
-    with torch.no_grad():
-        next_value = critic(rollout.next_obs).squeeze(-1)  # [T, B]
-    returns = nstep_returns(
-        rollout.reward, next_value, rollout.terminated, rollout.truncated, config.gamma
-    )
+with progress_bar(config.total_steps, evaluator, target=config.target_return) as bar:
+    while collector.steps < config.total_steps:
+        rollout = collector.collect(config.n_steps)
+        with torch.no_grad():
+            next_value = critic(rollout.next_obs).squeeze(-1)  # [T, B]
+        returns = nstep_returns(
+            rollout.reward, next_value, rollout.terminated, rollout.truncated, config.gamma
+        )
 
-    batch = rollout.flatten()
-    distribution = actor.distribution(batch.obs)
-    log_prob = distribution.log_prob(batch.action.value)
-    values = critic(batch.obs).squeeze(-1)
-    policy_loss, value_loss = a2c_loss(log_prob, values, returns.flatten())
-    entropy = distribution.entropy().mean()
-    loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
-    optimizer.zero_grad()
-    loss.backward()
-    nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
-    optimizer.step()
+        batch = rollout.flatten()
+        distribution = actor.distribution(batch.obs)
+        log_prob = distribution.log_prob(batch.action.value)
+        values = critic(batch.obs).squeeze(-1)
+        policy_loss, value_loss = a2c_loss(log_prob, values, returns.flatten())
+        entropy = distribution.entropy().mean()
+        loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
+        optimizer.step()
 
-    steps = collector.steps
-    if len(collector.episode_returns) > 0:
-        writer.add_scalar("charts/episode_return", collector.episode_returns.mean().item(), steps)
-        writer.add_scalar("losses/policy_loss", policy_loss.item(), steps)
-        writer.add_scalar("losses/value_loss", value_loss.item(), steps)
-        writer.add_scalar("losses/entropy", entropy.item(), steps)
-    evaluator.run_if_needed(steps, actor)
-    bar.update_to(steps)
-    if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
-        break
-bar.close()
+        steps = collector.steps
+        if len(collector.episode_returns) > 0:
+            writer.add_scalar(
+                "charts/episode_return", collector.episode_returns.mean().item(), steps
+            )
+            writer.add_scalar("losses/policy_loss", policy_loss.item(), steps)
+            writer.add_scalar("losses/value_loss", value_loss.item(), steps)
+            writer.add_scalar("losses/entropy", entropy.item(), steps)
+        evaluator.run_if_needed(steps, actor)
+        bar.update_to(steps)
+        if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
+            break
 wall_time = time.time() - start
 env.close()
 if not evaluator.history:  # a run shorter than eval_every: evaluate its last actor once

@@ -187,36 +187,35 @@ writer = evaluator.writer
 # %%
 start = time.time()
 gradient_step = 0
-bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
-while collector.steps < config.total_steps:
-    progress = collector.steps / (config.exploration_fraction * config.total_steps)
-    actor.epsilon = max(
-        config.epsilon_end,
-        config.epsilon_start + (config.epsilon_end - config.epsilon_start) * progress,
-    )
-    buffer.add(collector.collect(config.steps_per_iteration))
-    if collector.steps >= config.learning_starts:
-        for _ in range(config.gradient_steps):
-            batch = buffer.sample(config.batch_size)
-            td_target = dqn_td_target(target_network, batch, config.gamma)
-            loss = dqn_loss(q_network, batch, td_target)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            gradient_step += 1
-            if gradient_step % config.target_update_every == 0:
-                target_network.load_state_dict(q_network.state_dict())
-        writer.add_scalar("losses/td_loss", loss.item(), collector.steps)
-    writer.add_scalar("charts/epsilon", actor.epsilon, collector.steps)
-    if len(collector.episode_returns) > 0:
-        writer.add_scalar(
-            "charts/episode_return", collector.episode_returns.mean().item(), collector.steps
+with progress_bar(config.total_steps, evaluator, target=config.target_return) as bar:
+    while collector.steps < config.total_steps:
+        progress = collector.steps / (config.exploration_fraction * config.total_steps)
+        actor.epsilon = max(
+            config.epsilon_end,
+            config.epsilon_start + (config.epsilon_end - config.epsilon_start) * progress,
         )
-    evaluator.run_if_needed(collector.steps, actor)
-    bar.update_to(collector.steps)
-    if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
-        break
-bar.close()
+        buffer.add(collector.collect(config.steps_per_iteration))
+        if collector.steps >= config.learning_starts:
+            for _ in range(config.gradient_steps):
+                batch = buffer.sample(config.batch_size)
+                td_target = dqn_td_target(target_network, batch, config.gamma)
+                loss = dqn_loss(q_network, batch, td_target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                gradient_step += 1
+                if gradient_step % config.target_update_every == 0:
+                    target_network.load_state_dict(q_network.state_dict())
+            writer.add_scalar("losses/td_loss", loss.item(), collector.steps)
+        writer.add_scalar("charts/epsilon", actor.epsilon, collector.steps)
+        if len(collector.episode_returns) > 0:
+            writer.add_scalar(
+                "charts/episode_return", collector.episode_returns.mean().item(), collector.steps
+            )
+        evaluator.run_if_needed(collector.steps, actor)
+        bar.update_to(collector.steps)
+        if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
+            break
 wall_time = time.time() - start
 env.close()
 if not evaluator.history:  # a run shorter than eval_every: evaluate its last actor once

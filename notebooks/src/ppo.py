@@ -240,59 +240,60 @@ writer = evaluator.writer
 rollout_size = config.num_envs * config.n_steps
 n_iterations = config.total_steps // rollout_size
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
-for iteration in range(n_iterations):
-    progress_left = 1.0 - iteration / n_iterations
-    for group in optimizer.param_groups:
-        group["lr"] = config.learning_rate * progress_left
-    clip_coef = config.clip_coef * progress_left
+with progress_bar(config.total_steps, evaluator, target=config.target_return) as bar:
+    for iteration in range(n_iterations):
+        progress_left = 1.0 - iteration / n_iterations
+        for group in optimizer.param_groups:
+            group["lr"] = config.learning_rate * progress_left
+        clip_coef = config.clip_coef * progress_left
 
-    rollout = collector.collect(config.n_steps)
-    with torch.no_grad():
-        value = critic(rollout.obs).squeeze(-1)  # [T, B]
-        next_value = critic(rollout.next_obs).squeeze(-1)  # [T, B]
-    advantages = gae(
-        rollout.reward,
-        value,
-        next_value,
-        rollout.terminated,
-        rollout.truncated,
-        config.gamma,
-        config.gae_lambda,
-    )
-    returns = advantages + value
+        rollout = collector.collect(config.n_steps)
+        with torch.no_grad():
+            value = critic(rollout.obs).squeeze(-1)  # [T, B]
+            next_value = critic(rollout.next_obs).squeeze(-1)  # [T, B]
+        advantages = gae(
+            rollout.reward,
+            value,
+            next_value,
+            rollout.terminated,
+            rollout.truncated,
+            config.gamma,
+            config.gae_lambda,
+        )
+        returns = advantages + value
 
-    data = (rollout.flatten(), advantages.flatten(), returns.flatten())
-    for _epoch in range(config.update_epochs):
-        for batch, batch_advantages, batch_returns in minibatches(data, config.batch_size):
-            distribution = actor.distribution(batch.obs)
-            new_log_prob = distribution.log_prob(batch.action.value)
-            batch_advantages = (batch_advantages - batch_advantages.mean()) / (
-                batch_advantages.std() + 1e-8
+        data = (rollout.flatten(), advantages.flatten(), returns.flatten())
+        for _epoch in range(config.update_epochs):
+            for batch, batch_advantages, batch_returns in minibatches(data, config.batch_size):
+                distribution = actor.distribution(batch.obs)
+                new_log_prob = distribution.log_prob(batch.action.value)
+                batch_advantages = (batch_advantages - batch_advantages.mean()) / (
+                    batch_advantages.std() + 1e-8
+                )
+                policy_loss = ppo_policy_loss(
+                    new_log_prob, batch.action.log_prob, batch_advantages, clip_coef
+                )
+                value_loss = ppo_value_loss(critic(batch.obs).squeeze(-1), batch_returns)
+                entropy = distribution.entropy().mean()
+                loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
+
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
+                optimizer.step()
+
+        steps = collector.steps
+        writer.add_scalar("losses/policy_loss", policy_loss.item(), steps)
+        writer.add_scalar("losses/value_loss", value_loss.item(), steps)
+        writer.add_scalar("losses/entropy", entropy.item(), steps)
+        if len(collector.episode_returns) > 0:
+            writer.add_scalar(
+                "charts/episode_return", collector.episode_returns.mean().item(), steps
             )
-            policy_loss = ppo_policy_loss(
-                new_log_prob, batch.action.log_prob, batch_advantages, clip_coef
-            )
-            value_loss = ppo_value_loss(critic(batch.obs).squeeze(-1), batch_returns)
-            entropy = distribution.entropy().mean()
-            loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
-
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
-            optimizer.step()
-
-    steps = collector.steps
-    writer.add_scalar("losses/policy_loss", policy_loss.item(), steps)
-    writer.add_scalar("losses/value_loss", value_loss.item(), steps)
-    writer.add_scalar("losses/entropy", entropy.item(), steps)
-    if len(collector.episode_returns) > 0:
-        writer.add_scalar("charts/episode_return", collector.episode_returns.mean().item(), steps)
-    evaluator.run_if_needed(steps, actor)
-    bar.update_to(steps)
-    if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
-        break
-bar.close()
+        evaluator.run_if_needed(steps, actor)
+        bar.update_to(steps)
+        if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
+            break
 wall_time = time.time() - start
 env.close()
 if not evaluator.history:  # a run shorter than eval_every: evaluate its last actor once

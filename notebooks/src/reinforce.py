@@ -235,39 +235,40 @@ writer = evaluator.writer
 
 # %%
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
-while collector.steps < config.total_steps:
-    episodes = collector.collect(config.episodes_per_update)
-    obs = torch.cat([episode.obs for episode in episodes])
-    actions = torch.cat([episode.action.value for episode in episodes])
-    returns = torch.cat([discounted_returns(episode.reward, config.gamma) for episode in episodes])
+with progress_bar(config.total_steps, evaluator, target=config.target_return) as bar:
+    while collector.steps < config.total_steps:
+        episodes = collector.collect(config.episodes_per_update)
+        obs = torch.cat([episode.obs for episode in episodes])
+        actions = torch.cat([episode.action.value for episode in episodes])
+        returns = torch.cat(
+            [discounted_returns(episode.reward, config.gamma) for episode in episodes]
+        )
 
-    log_prob = actor.distribution(obs).log_prob(actions)
-    values = critic(obs).squeeze(-1)
-    policy_loss = reinforce_loss(log_prob, returns, values)
-    actor_optimizer.zero_grad()
-    policy_loss.backward()
-    nn.utils.clip_grad_norm_(actor.parameters(), config.max_grad_norm)
-    actor_optimizer.step()
+        log_prob = actor.distribution(obs).log_prob(actions)
+        values = critic(obs).squeeze(-1)
+        policy_loss = reinforce_loss(log_prob, returns, values)
+        actor_optimizer.zero_grad()
+        policy_loss.backward()
+        nn.utils.clip_grad_norm_(actor.parameters(), config.max_grad_norm)
+        actor_optimizer.step()
 
-    value_loss = baseline_loss(critic(obs).squeeze(-1), returns)
-    critic_optimizer.zero_grad()
-    value_loss.backward()
-    critic_optimizer.step()
+        value_loss = baseline_loss(critic(obs).squeeze(-1), returns)
+        critic_optimizer.zero_grad()
+        value_loss.backward()
+        critic_optimizer.step()
 
-    steps = collector.steps
-    writer.add_scalar("losses/policy_loss", policy_loss.item(), steps)
-    writer.add_scalar("losses/value_loss", value_loss.item(), steps)
-    writer.add_scalar(
-        "charts/episode_return",
-        sum(episode.cumulated_reward for episode in episodes) / len(episodes),
-        steps,
-    )
-    evaluator.run_if_needed(steps, actor)
-    bar.update_to(steps)
-    if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
-        break
-bar.close()
+        steps = collector.steps
+        writer.add_scalar("losses/policy_loss", policy_loss.item(), steps)
+        writer.add_scalar("losses/value_loss", value_loss.item(), steps)
+        writer.add_scalar(
+            "charts/episode_return",
+            sum(episode.cumulated_reward for episode in episodes) / len(episodes),
+            steps,
+        )
+        evaluator.run_if_needed(steps, actor)
+        bar.update_to(steps)
+        if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
+            break
 wall_time = time.time() - start
 env.close()
 if not evaluator.history:  # a run shorter than eval_every: evaluate its last actor once

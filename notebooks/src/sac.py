@@ -261,49 +261,48 @@ writer = evaluator.writer
 
 # %%
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
-update = 0
-while collector.steps < config.total_steps:
-    actor.uniform_random = collector.steps < config.learning_starts
-    buffer.add(collector.collect(1))
-    if collector.steps >= config.learning_starts:
-        batch = buffer.sample(config.batch_size)
-        alpha = log_alpha.exp().item()
-        target = sac_target(actor, q1_target, q2_target, batch, alpha, config.gamma)
-        q1_loss = F.mse_loss(q1(batch.obs, batch.action.value), target)
-        q2_loss = F.mse_loss(q2(batch.obs, batch.action.value), target)
-        critic_optimizer.zero_grad()
-        (q1_loss + q2_loss).backward()
-        critic_optimizer.step()
+with progress_bar(config.total_steps, evaluator, target=config.target_return) as bar:
+    update = 0
+    while collector.steps < config.total_steps:
+        actor.uniform_random = collector.steps < config.learning_starts
+        buffer.add(collector.collect(1))
+        if collector.steps >= config.learning_starts:
+            batch = buffer.sample(config.batch_size)
+            alpha = log_alpha.exp().item()
+            target = sac_target(actor, q1_target, q2_target, batch, alpha, config.gamma)
+            q1_loss = F.mse_loss(q1(batch.obs, batch.action.value), target)
+            q2_loss = F.mse_loss(q2(batch.obs, batch.action.value), target)
+            critic_optimizer.zero_grad()
+            (q1_loss + q2_loss).backward()
+            critic_optimizer.step()
 
-        actor_loss = sac_actor_loss(actor, q1, q2, batch.obs, alpha)
-        actor_optimizer.zero_grad()
-        actor_loss.backward()
-        actor_optimizer.step()
+            actor_loss = sac_actor_loss(actor, q1, q2, batch.obs, alpha)
+            actor_optimizer.zero_grad()
+            actor_loss.backward()
+            actor_optimizer.step()
 
-        with torch.no_grad():
-            log_prob = actor(batch.obs).log_prob
-        alpha_loss = sac_temperature_loss(log_alpha, log_prob, target_entropy)
-        alpha_optimizer.zero_grad()
-        alpha_loss.backward()
-        alpha_optimizer.step()
+            with torch.no_grad():
+                log_prob = actor(batch.obs).log_prob
+            alpha_loss = sac_temperature_loss(log_alpha, log_prob, target_entropy)
+            alpha_optimizer.zero_grad()
+            alpha_loss.backward()
+            alpha_optimizer.step()
 
-        soft_update(q1, q1_target, config.tau)
-        soft_update(q2, q2_target, config.tau)
-        update += 1
-        if update % 100 == 0:
-            writer.add_scalar("losses/q1_loss", q1_loss.item(), collector.steps)
-            writer.add_scalar("losses/actor_loss", actor_loss.item(), collector.steps)
-            writer.add_scalar("losses/alpha", alpha, collector.steps)
-    if len(collector.episode_returns) > 0:
-        writer.add_scalar(
-            "charts/episode_return", collector.episode_returns.mean().item(), collector.steps
-        )
-    evaluator.run_if_needed(collector.steps, actor)
-    bar.update_to(collector.steps)
-    if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
-        break
-bar.close()
+            soft_update(q1, q1_target, config.tau)
+            soft_update(q2, q2_target, config.tau)
+            update += 1
+            if update % 100 == 0:
+                writer.add_scalar("losses/q1_loss", q1_loss.item(), collector.steps)
+                writer.add_scalar("losses/actor_loss", actor_loss.item(), collector.steps)
+                writer.add_scalar("losses/alpha", alpha, collector.steps)
+        if len(collector.episode_returns) > 0:
+            writer.add_scalar(
+                "charts/episode_return", collector.episode_returns.mean().item(), collector.steps
+            )
+        evaluator.run_if_needed(collector.steps, actor)
+        bar.update_to(collector.steps)
+        if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
+            break
 wall_time = time.time() - start
 env.close()
 if not evaluator.history:  # a run shorter than eval_every: evaluate its last actor once

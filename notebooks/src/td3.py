@@ -256,43 +256,44 @@ writer = evaluator.writer
 
 # %%
 start = time.time()
-bar = progress_bar(config.total_steps, evaluator, target=config.target_return)
-update = 0
-while collector.steps < config.total_steps:
-    actor.uniform_random = collector.steps < config.learning_starts
-    buffer.add(collector.collect(1))
-    if collector.steps >= config.learning_starts:
-        for _ in range(config.updates_per_iteration):
-            batch = buffer.sample(config.batch_size)
-            noise = torch.randn_like(batch.action.value)
-            target = td3_target(
-                actor_target, q1_target, q2_target, batch, noise,
-                config.gamma, config.policy_noise, config.noise_clip,
-            )  # fmt: skip
-            q1_loss = F.mse_loss(q1(batch.obs, batch.action.value), target)
-            q2_loss = F.mse_loss(q2(batch.obs, batch.action.value), target)
-            critic_optimizer.zero_grad()
-            (q1_loss + q2_loss).backward()
-            critic_optimizer.step()
-            update += 1
-            if update % config.policy_delay == 0:
-                actor_loss = td3_actor_loss(actor, q1, batch.obs)
-                actor_optimizer.zero_grad()
-                actor_loss.backward()
-                actor_optimizer.step()
-                update_targets([actor, q1, q2], [actor_target, q1_target, q2_target], config.tau)
-            if update % 100 == 0:
-                writer.add_scalar("losses/q1_loss", q1_loss.item(), collector.steps)
-                writer.add_scalar("losses/actor_loss", actor_loss.item(), collector.steps)
-    if len(collector.episode_returns) > 0:
-        writer.add_scalar(
-            "charts/episode_return", collector.episode_returns.mean().item(), collector.steps
-        )
-    evaluator.run_if_needed(collector.steps, actor)
-    bar.update_to(collector.steps)
-    if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
-        break
-bar.close()
+with progress_bar(config.total_steps, evaluator, target=config.target_return) as bar:
+    update = 0
+    while collector.steps < config.total_steps:
+        actor.uniform_random = collector.steps < config.learning_starts
+        buffer.add(collector.collect(1))
+        if collector.steps >= config.learning_starts:
+            for _ in range(config.updates_per_iteration):
+                batch = buffer.sample(config.batch_size)
+                noise = torch.randn_like(batch.action.value)
+                target = td3_target(
+                    actor_target, q1_target, q2_target, batch, noise,
+                    config.gamma, config.policy_noise, config.noise_clip,
+                )  # fmt: skip
+                q1_loss = F.mse_loss(q1(batch.obs, batch.action.value), target)
+                q2_loss = F.mse_loss(q2(batch.obs, batch.action.value), target)
+                critic_optimizer.zero_grad()
+                (q1_loss + q2_loss).backward()
+                critic_optimizer.step()
+                update += 1
+                if update % config.policy_delay == 0:
+                    actor_loss = td3_actor_loss(actor, q1, batch.obs)
+                    actor_optimizer.zero_grad()
+                    actor_loss.backward()
+                    actor_optimizer.step()
+                    update_targets(
+                        [actor, q1, q2], [actor_target, q1_target, q2_target], config.tau
+                    )
+                if update % 100 == 0:
+                    writer.add_scalar("losses/q1_loss", q1_loss.item(), collector.steps)
+                    writer.add_scalar("losses/actor_loss", actor_loss.item(), collector.steps)
+        if len(collector.episode_returns) > 0:
+            writer.add_scalar(
+                "charts/episode_return", collector.episode_returns.mean().item(), collector.steps
+            )
+        evaluator.run_if_needed(collector.steps, actor)
+        bar.update_to(collector.steps)
+        if evaluator.best_reward >= config.target_return:  # (-inf before the first evaluation)
+            break
 wall_time = time.time() - start
 env.close()
 if not evaluator.history:  # a run shorter than eval_every: evaluate its last actor once

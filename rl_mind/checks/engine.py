@@ -27,15 +27,19 @@ that a check always returns. A policy whose best actions tie (``Spec.ties_from``
 its probability on any of them.
 
 What the reader must not get wrong: a check never swallows the student's exceptions (a
-``NotImplementedError`` from an unfilled gap, a shape error) — they propagate with their
-traceback, which is what a student needs to see. The random state is restored after a
-check.
+``NotImplementedError`` from an unfilled gap, a shape error) — they propagate unchanged
+(type and message: Run All stops there, a grading tool counts it). In a notebook IPython
+shows such an exception as one ``✗`` line naming the function and what to do, and the line
+of the student's code that raised it, never the check's own frames. The random state is
+restored after a check.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -272,10 +276,68 @@ def run(spec: Spec, student_fn: Callable[..., Any], cases: Sequence[dict[str, An
                     f"{spec.function}: case {i + 1}/{len(cases)} ({case.name}) fails: "
                     f"{mismatch}{hint}"
                 ) from None
+            except Exception as error:
+                _shown_as_students(error, spec.function, f"case {i + 1}/{len(cases)}")
+                raise
     finally:
         torch.random.set_rng_state(torch_state)
     passed = f"all {len(cases)} cases" if len(cases) > 1 else "its case"
     print(f"✓ {spec.function} passes {passed}")
+
+
+def _student_frames(error: BaseException) -> list[Any]:
+    """The frames of ``error``'s traceback that are the student's code: neither this
+    package's nor an installed library's (torch) nor the standard library's."""
+    import sysconfig
+
+    library = {str(Path(__file__).resolve().parent.parent)}  # rl_mind/
+    for scheme in (sysconfig.get_paths(), sysconfig.get_paths(vars={"base": sys.base_prefix})):
+        library.update(scheme[key] for key in ("stdlib", "purelib", "platlib") if key in scheme)
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        name = traceback.tb_frame.f_code.co_filename
+        if not name.startswith("<frozen") and not any(name.startswith(p) for p in library):
+            frames.append(traceback)
+        traceback = traceback.tb_next
+    return frames
+
+
+def _shown_as_students(error: Exception, function: str, case: str) -> None:
+    """Make IPython show an exception raised in the student's code (a gap still to fill, a
+    shape error) as one ``✗`` line that names the function and says what to do, and where
+    in the student's code it was raised, instead of a traceback through the check's own
+    frames. The exception itself (its type, its message) is unchanged."""
+    frames = _student_frames(error)
+    if not frames:
+        return  # not the student's: the full traceback is what the teacher needs
+    raised_at = frames[-1]
+    message = str(error).strip().split("\n")[0]
+    kind = type(error).__name__
+    # a gap still to fill: a NotImplementedError raised by the student's own code (one that
+    # torch raises is an error like any other)
+    if isinstance(error, NotImplementedError) and raised_at.tb_next is None:
+        where = raised_at.tb_frame.f_code.co_name
+        name = function if where == "<module>" else where
+        lines = [
+            f"{name} is not written yet ({kind}: {message or 'no message'}): write it under "
+            f"YOUR CODE HERE, run its cell, then this check again"
+        ]
+    else:
+        import linecache
+
+        code = raised_at.tb_frame.f_code
+        text = linecache.getline(code.co_filename, raised_at.tb_lineno).strip()
+        lines = [
+            f"{function} raised {kind} on {case}: {message}. Fix {function}, run its cell, "
+            f"then this check again",
+            f"  in {code.co_name}, line {raised_at.tb_lineno}: {text}",
+        ]
+    lines[0] = f"\x1b[0;31m✗ {lines[0]}\x1b[0m"
+    # IPython shows these lines instead of a traceback, as for a CheckFailure (an exception
+    # type with __slots__ takes no attribute: it keeps its traceback)
+    with contextlib.suppress(AttributeError):
+        error._render_traceback_ = lambda: lines  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------- the check data

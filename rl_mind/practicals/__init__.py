@@ -12,14 +12,16 @@ reference solution inside nbgrader's markers::
 Two notebooks come out of it:
 
 - the **student** notebook, where each marked region is replaced by a stub at the same
-  indentation that raises a ``NotImplementedError`` naming what to write (the text after
-  ``### BEGIN SOLUTION``, or else the enclosing function);
+  indentation: a ``# YOUR CODE HERE:`` comment naming what to write (the text after
+  ``### BEGIN SOLUTION``, or else the enclosing function) and a short ``raise
+  NotImplementedError`` that fits the cell;
 - the **solution** notebook, the source as it is (markers included, so that the reader
   sees where the gaps are).
 
-Both start with the line that installs a release of the package that has what the
-notebook uses and checks, before any other import, that an older release is not the one
-installed (:func:`install_check`, written by the generator: a source has none of its own). With ``--nbgrader COURSE_DIR`` the command writes instead an **nbgrader source
+Both start with one line, ``%pip install -q "rl-mind>=<this version>"``, before any other
+import (:func:`install_line`, written by the generator: a source has none of its own).
+
+With ``--nbgrader COURSE_DIR`` the command writes instead an **nbgrader source
 assignment** (``COURSE_DIR/source/<name>/<name>.ipynb``): the cells holding a solution
 region are solution cells, the check cells (``check_xxx(xxx)``) autograded test cells worth
 one point per function checked (a check declared in the source, its ``points``), or

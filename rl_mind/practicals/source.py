@@ -50,48 +50,25 @@ INSTALL = re.compile(r"pip\s+install\s+[\"']?rl[-_]mind", re.IGNORECASE)
 
 
 def install_line() -> str:
-    """The comment that opens the first code cell of every generated practical, e.g.
-    ``# Needs rl-mind 0.5.0 or later: ...``; :func:`install_check` follows it."""
+    """The line that opens the first code cell of every generated practical, before its
+    imports: ``%pip install -q "rl-mind>=<this version>"``.
+
+    One line, as in the notebooks of other courses: pip installs rl-mind where it is
+    missing (Colab, a fresh machine), upgrades an older release, and does nothing, without
+    the network, where a recent enough release is installed (a course's environment, an
+    editable checkout). ``%pip`` installs into the kernel's own interpreter. What one line
+    does not do (the practicals guide says it): a kernel that had already imported an older
+    release keeps it until it is restarted."""
     from rl_mind import __version__
 
-    return (
-        f"# Needs rl-mind {__version__} or later: installed here on Colab or a fresh machine; "
-        f"an older release stops here with the command to run."
-    )
+    return f'%pip install -q "rl-mind>={__version__}"'
 
 
 def install_check() -> str:
-    """The code that opens the first code cell of every generated practical, before any
-    other import: :func:`install_line`, then a check of the installed distribution's
-    version (``importlib.metadata``, not a failing import). Where ``rl-mind`` is missing it
-    is installed (``pip install "rl-mind>=<this version>"``); over an older release the cell
-    raises a ``RuntimeError`` that gives the command to run and says to restart the kernel.
-    A source checkout on the path (no distribution, but ``rl_mind`` importable) is left
-    alone."""
-    from rl_mind import __version__
-
-    required = tuple(int(part) for part in re.findall(r"\d+", __version__)[:3])
-    requirement = f"rl-mind>={__version__}"
-    return rf"""{install_line()}
-import importlib.metadata, importlib.util, re, subprocess, sys
-try:
-    _rl_mind_version = importlib.metadata.version("rl-mind")
-except importlib.metadata.PackageNotFoundError:
-    _rl_mind_version = None
-if _rl_mind_version is None and importlib.util.find_spec("rl_mind") is None:
-    if subprocess.run([sys.executable, "-m", "pip", "install", "{requirement}"]).returncode:
-        raise RuntimeError(
-            'pip could not install "{requirement}": install the wheel or the git URL '
-            "that your course page gives, then run this cell again"
-        )
-elif _rl_mind_version is not None and (
-    tuple(int(part) for part in re.findall(r"\d+", _rl_mind_version)[:3]) < {required!r}
-):
-    raise RuntimeError(
-        f"rl-mind {{_rl_mind_version}} is installed; this notebook needs {__version__} or later. "
-        'Run  %pip install --upgrade "{requirement}"  in a cell (or the install line of '
-        "your course page), restart the kernel, and run the notebook again."
-    )"""
+    """The code the generator puts at the top of the first code cell of every practical,
+    before any other import: :func:`install_line` (a twenty-line check of the installed
+    version, before it became that one line)."""
+    return install_line()
 
 
 def _enclosing_function(lines: list[str], marker_index: int) -> str | None:
@@ -142,8 +119,9 @@ class Region:
     def stub(self, description: str | None = None) -> list[str]:
         """The two lines that replace the region in the student's cell."""
         what = self.what(description)
+        # (short, so that the line fits the cell: what to write is in the comment above it)
         prefix = f"{self.function}(): " if self.function else ""
-        message = f"{prefix}write {what}, then run the check cell below"
+        message = f"{prefix}not written yet (YOUR CODE HERE)"
         return [
             f"{self.indent}# YOUR CODE HERE: {what}",
             f"{self.indent}raise NotImplementedError({message!r})",
@@ -198,7 +176,7 @@ def student_source(source: str, *, where: str = "<cell>") -> str:
     ``where`` names the cell in error messages. The stub is::
 
         # YOUR CODE HERE: <what to write>
-        raise NotImplementedError("<function>(): write <what>, then run the check cell below")
+        raise NotImplementedError("<function>(): not written yet (YOUR CODE HERE)")
     """
     regions = solution_regions(source, where)
     student = "\n".join(replace_regions(source.split("\n"), regions, Region.stub))

@@ -94,6 +94,10 @@ class Leaderboard:
     def __str__(self) -> str:
         return self.to_markdown()
 
+    def _repr_markdown_(self) -> str:
+        # IPython's display(board) in a notebook: the table, rendered
+        return self.to_markdown()
+
     def plot(
         self, ax: Any = None, x: Mapping[str, float] | None = None, xlabel: str = "training step"
     ) -> Any:

@@ -738,8 +738,7 @@ def training_updates(
 
     config, budget = trainer.config, 60.0 * minutes
     limit = math.inf if max_updates is None else max_updates
-    writer = SummaryWriter(log_dir=str(run_dir))
-    try:
+    with SummaryWriter(log_dir=str(run_dir)) as writer:  # (closed too when the loop is left)
         next_evaluation = trainer.train_seconds  # at once: the start of the curves
         evaluation = trainer.eval_history[-1] if trainer.eval_history else {}
         while True:
@@ -763,8 +762,6 @@ def training_updates(
             speed = step / trainer.train_seconds
             writer.add_scalar("charts/game_steps_per_second", speed, step)
             yield evaluation
-    finally:
-        writer.close()
 
 
 def train_for(
@@ -778,7 +775,7 @@ def train_for(
     """:func:`training_updates` to the end, with a bar when ``progress`` (``None``: in a
     terminal); returns the final evaluation."""
     budget = 60.0 * minutes
-    bar = progress_bar(max(1, round(budget)), desc="self-play (training seconds)",
+    bar = progress_bar(max(1, round(budget)), desc="self-play (training seconds)", unit="s",
                        disable=None if progress is None else not progress)  # fmt: skip
 
     def show(evaluation: dict[str, float]) -> None:
@@ -786,7 +783,7 @@ def train_for(
         bar.update_to(int(min(trainer.train_seconds, budget)), **win_rates,
                       game_steps=f"{trainer.env_steps:,}")  # fmt: skip
 
-    with bar:
+    with bar:  # (an exception, or a stop by Ctrl-C, ends the bar red)
         for evaluation in training_updates(trainer, minutes, run_dir, max_updates=max_updates):
             show(evaluation)
         show(trainer.eval_history[-1])  # (the final evaluation)
@@ -926,8 +923,10 @@ def best_snapshot(trainer: SelfPlayTrainer, board: Leaderboard | None = None) ->
 
 # %%
 if __name__ == "__main__":
+    from IPython.display import display
+
     board, snapshot_steps = leaderboard(trainer)  # the learner as it is now joins the archive
-    print(board)
+    display(board)  # a table in a notebook (its Markdown), the Markdown text in a script
     (run_dir / "leaderboard.md").write_text(board.to_markdown() + "\n")
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), layout="tight")
     board.plot(ax=left)

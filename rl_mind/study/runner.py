@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from rl_mind.study.engines import open_engine
 from rl_mind.study.progress import StudyProgress
-from rl_mind.study.runs import STUDY_FILE, Run, _read_json, read_status, write_json
+from rl_mind.study.runs import STUDY_FILE, Run, read_json, read_status, write_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -254,7 +254,7 @@ class Study:
         directory = self.directory
         if directory.exists() and not directory.is_dir():
             raise ValueError(f"Study: directory {directory} is a file; expected a folder")
-        existing = _read_json(directory / STUDY_FILE) if directory.is_dir() else None
+        existing = read_json(directory / STUDY_FILE) if directory.is_dir() else None
         if existing is None:
             if directory.is_dir() and any(p.name != ".lock" for p in directory.iterdir()):
                 raise ValueError(f"Study: {directory} is not empty and holds no {STUDY_FILE}: "

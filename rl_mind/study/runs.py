@@ -71,7 +71,7 @@ def write_json(path: str | os.PathLike[str], data: Mapping[str, Any] | list[Any]
         raise
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -86,12 +86,12 @@ def read_status(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``status.json`` of ``run_dir`` as a dict (``state``, ``seed``, ``started``,
     ``finished``, ``seconds``, ``error``, ...), or None where the run has none (not started,
     or made outside a study)."""
-    return _read_json(Path(run_dir) / STATUS_FILE)
+    return read_json(Path(run_dir) / STATUS_FILE)
 
 
 def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``config.json`` of ``run_dir`` (the variant's values by name), or None."""
-    return _read_json(Path(run_dir) / CONFIG_FILE)
+    return read_json(Path(run_dir) / CONFIG_FILE)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rl_mind.records import CSV_COLUMNS, EVALUATIONS_FILE, read_evaluations
-from rl_mind.study.runs import STUDY_FILE, _read_json, read_config, read_status
+from rl_mind.study.runs import STUDY_FILE, read_config, read_json, read_status
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,7 +42,7 @@ def _run_folders(path: Path, *, unfinished: bool) -> tuple[list[Path], list[str]
             raise ValueError(f"load_table: {path} is a file; expected a study directory, a run "
                              f"folder, or an {EVALUATIONS_FILE}")  # fmt: skip
         return [path.parent], []
-    index = _read_json(path / STUDY_FILE)
+    index = read_json(path / STUDY_FILE)
     if index is not None:
         folders = [path / run["name"] for run in index.get("runs", [])]
         keys = list(index.get("grid", {}))

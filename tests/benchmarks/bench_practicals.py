@@ -38,6 +38,11 @@ The maze practicals (``dp``, ``tabular``) have no twin: their full-profile targe
 ``bench_tabular.py``'s (each source runs in under a minute; tabular's best evaluation
 reaches the optimal policy's return).
 
+The project practical (``overestimation``) runs its own study of every variant and seed,
+once (``--practicals overestimation``; ``--seeds`` does not apply): its targets are a wall
+time of at most 30 minutes on a 2-core machine and DDPG's critic bias larger than TD3's,
+and positive, on every seed (its ``RESULT`` line).
+
 Not a unit test: it takes minutes. Runs of the pool share the machine: with
 ``--processes`` above the number of idle cores the times grow.
 """
@@ -63,6 +68,13 @@ from bench_tabular import source_target  # this folder is on the path when run a
 ROOT = Path(__file__).resolve().parents[2]
 PRACTICALS = ["dqn", "reinforce", "a2c", "ppo", "td3", "sac"]
 MAZE = ["dp", "tabular"]  # no twin: bench_tabular.py's targets (the optimum, under a minute)
+PROJECTS = ["overestimation"]  # a study of its own seeds, run once: its time and bias verdicts
+PROJECT_SECONDS = 1800.0  # the whole study, on a 2-core machine
+PROJECT_RESULT = re.compile(
+    r"RESULT practical=(?P<name>\S+) env=(?P<env>\S+) runs=(?P<runs>\d+) done=(?P<done>\d+) "
+    r"ddpg_bias_larger_on_every_seed=(?P<larger>\w+) "
+    r"ddpg_bias_positive_on_every_seed=(?P<positive>\w+) wall_time=(?P<wall>[\d.]+)"
+)
 TWIN = {"dqn": "dqn", "reinforce": "a2c", "a2c": "a2c", "ppo": "ppo", "td3": "td3", "sac": "sac"}
 TARGET = 475.0
 SOLVE_SECONDS = 60.0  # every seed of a practical
@@ -225,6 +237,35 @@ def practical_worker(name: str) -> None:
     runpy.run_path(str(source), run_name="__main__")
     if len(marks) >= 2:
         print(f"CPU_TIME {marks[1] - marks[0]:.2f} EVAL_CPU {evaluating[0]:.2f}")
+
+
+def project_target(name: str, timeout: float) -> tuple[bool, str]:
+    """Run a project practical's source at the full profile (its study uses every core);
+    whether it met its targets, and its line."""
+    env = {key: value for key, value in os.environ.items() if key != "RL_MIND_FAST_TEST"}
+    env.setdefault("MPLBACKEND", "Agg")
+    command = [sys.executable, __file__, "--practical-worker", name]
+    with tempfile.TemporaryDirectory(prefix="bench-project-") as outputs:
+        env.setdefault("RL_MIND_OUTPUTS", outputs)
+        try:
+            done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=timeout)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return False, f"{name}: timeout {timeout:.0f} s"
+    match = PROJECT_RESULT.search(done.stdout)
+    if match is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return False, f"{name}: no RESULT line: {' | '.join(tail)}"
+    wall = float(match["wall"])
+    checks = {
+        f"every run done ({match['done']}/{match['runs']})": match["done"] == match["runs"],
+        f"study {wall:.0f} s <= {PROJECT_SECONDS:.0f} s on {os.cpu_count()} cores": wall
+        <= PROJECT_SECONDS,
+        "DDPG's bias > TD3's on every seed": match["larger"] == "yes",
+        "DDPG's bias > 0 on every seed": match["positive"] == "yes",
+    }
+    verdicts = "; ".join(f"{text}: {'yes' if ok else 'NO'}" for text, ok in checks.items())
+    return all(checks.values()), f"{name} on {match['env']}: {verdicts}"
 
 
 def run_twin(practical: str, seed: int, every: int, episodes: int, cap: float) -> Run:
@@ -414,8 +455,9 @@ def table(practicals: list[str], seeds: list[int], runs: dict[tuple[str, int], R
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--practicals", nargs="+", default=PRACTICALS + MAZE, choices=PRACTICALS + MAZE
-    )
+        "--practicals", nargs="+", default=PRACTICALS + MAZE,
+        choices=PRACTICALS + MAZE + PROJECTS,
+    )  # fmt: skip
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--processes", type=int, default=1, help="runs at a time")
     parser.add_argument("--cap", type=float, default=600.0, help="seconds for an SB3 twin")
@@ -441,7 +483,11 @@ def main() -> int:
             passed, line = source_target(name, seed)
             maze_ok &= passed
             print(line, flush=True)
-    practicals = [name for name in args.practicals if name not in MAZE]
+    for name in [name for name in args.practicals if name in PROJECTS]:
+        passed, line = project_target(name, max(args.timeout, 2 * PROJECT_SECONDS))
+        maze_ok &= passed
+        print(line, flush=True)
+    practicals = [name for name in args.practicals if name not in MAZE + PROJECTS]
     if not practicals:
         return 0 if maze_ok else 1
     jobs: dict[tuple[str, int], Any] = {}

@@ -28,9 +28,8 @@ none do (the bias is NaN when no state counts; a smaller ``gamma`` or longer epi
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,6 +37,7 @@ from torch import Tensor, nn
 
 from rl_mind.core import TensorStruct
 from rl_mind.env import EnvStep
+from rl_mind.videos import evaluation_mode
 
 __all__ = ["CUT_WEIGHT", "BiasRecording", "CriticBias", "cut_margin", "discounted_returns_to_go"]
 
@@ -86,22 +86,6 @@ def _rows(value: Any, time: Tensor, copy: Tensor) -> Any:
     return value[time, copy]
 
 
-@contextlib.contextmanager
-def _evaluated(critic: Critic) -> Iterator[None]:
-    """A critic module in ``eval()`` mode (dropout off, batch statistics untouched) under
-    ``torch.no_grad()``; every submodule's mode restored afterwards."""
-    modes = [(module, module.training) for module in critic.modules()] if isinstance(
-        critic, nn.Module) else []  # fmt: skip
-    if isinstance(critic, nn.Module):
-        critic.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        for module, training in modes:
-            module.training = training
-
-
 class BiasRecording:
     """The states, actions and rewards of one evaluation's episodes (the first of each copy),
     recorded step by step by the :class:`~rl_mind.evaluation.Evaluator`."""
@@ -140,7 +124,8 @@ class BiasRecording:
         gamma, critic, T = self.measure.gamma, self.measure.critic, len(self.rewards)
         end = torch.where(self.ended, self.end, torch.full_like(self.end, T - 1))
         rewards = torch.stack(self.rewards)  # [T, B]
-        with _evaluated(critic):
+        # (a critic module in eval() mode: no dropout, batch statistics untouched)
+        with evaluation_mode(critic) if isinstance(critic, nn.Module) else torch.no_grad():
             final_obs = _rows(_stack(self.next_obs), end, torch.arange(len(end)))
             if isinstance(final_obs, Tensor | TensorStruct):
                 final_obs = final_obs.to(device)

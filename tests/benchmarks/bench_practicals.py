@@ -256,6 +256,9 @@ def project_target(name: str, timeout: float) -> tuple[bool, str]:
     if match is None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         return False, f"{name}: no RESULT line: {' | '.join(tail)}"
+    # (the numbers behind the verdicts: the practical's own table of each run's bias)
+    table = done.stdout.split("the critic's bias of each run", 1)[-1].split("RESULT ", 1)[0]
+    print(f"{name}: the critic's bias of each run{table.rstrip()}")
     wall = float(match["wall"])
     checks = {
         f"every run done ({match['done']}/{match['runs']})": match["done"] == match["runs"],

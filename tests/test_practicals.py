@@ -30,6 +30,7 @@ from rl_mind.practicals import (
     install_line,
     main,
     nbgrader_preprocessors,
+    needed_extras,
     render_nbgrader,
     render_notebooks,
     stale_notebooks,
@@ -254,6 +255,28 @@ def test_the_command_reports_a_missing_source_and_a_bad_marker(
     bad.write_text("# %%\n### BEGIN SOLUTION\nx = 1\n")
     assert main([str(bad)]) == 1
     assert "never closed" in capsys.readouterr().err
+
+
+def test_the_install_line_names_the_extras_the_practical_s_code_needs() -> None:
+    # (a student's fresh environment has no pandas, SciPy or Box2D for the project practical)
+    assert install_line(("study", "box2d")) == (
+        f'%pip install -q "rl-mind[box2d,study]>={rl_mind.__version__}"'
+    )
+    assert needed_extras("from rl_mind.study import Study\nVecEnv('LunarLanderContinuous-v3')") == (
+        "box2d",
+        "study",
+    )
+    assert needed_extras("VecEnv('HalfCheetah-v5')") == ("mujoco",)
+    assert needed_extras("VecEnv('CartPole-v1')  # a study of ...") == ()
+    first_lines = {}
+    for name in ("overestimation", "td3"):
+        notebook = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+        first = next(c for c in notebook.cells if c.cell_type == "code")
+        first_lines[name] = first.source.split("\n")[0]
+    assert first_lines == {
+        "overestimation": install_line(("box2d", "study")),
+        "td3": install_line(),
+    }
 
 
 def test_the_install_line_asks_for_a_release_with_what_the_notebook_uses() -> None:

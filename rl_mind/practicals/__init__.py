@@ -79,6 +79,7 @@ from rl_mind.practicals.source import (
     END_SOLUTION,
     install_check,
     install_line,
+    needed_extras,
     student_source,
 )
 
@@ -95,6 +96,7 @@ __all__ = [
     "install_line",
     "main",
     "nbgrader_preprocessors",
+    "needed_extras",
     "reference_notebook",
     "render_nbgrader",
     "render_notebooks",

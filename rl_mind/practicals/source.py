@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +29,10 @@ __all__ = [
     "INSTALL",
     "Practical",
     "Region",
+    "EXTRAS",
     "install_check",
     "install_line",
+    "needed_extras",
     "check_calls",
     "check_markers",
     "normalized",
@@ -49,9 +52,25 @@ _KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python
 INSTALL = re.compile(r"pip\s+install\s+[\"']?rl[-_]mind", re.IGNORECASE)
 
 
-def install_line() -> str:
+#: The package's extras a practical's code needs, by what its code names: the study's table
+#: and intervals (pandas, SciPy), Gymnasium's Box2D and MuJoCo environments.
+EXTRAS = {
+    "box2d": re.compile(r"\b(LunarLander|BipedalWalker|CarRacing)"),
+    "mujoco": re.compile(r"\b(Ant|HalfCheetah|Hopper|Humanoid\w*|InvertedDoublePendulum|"
+                         r"InvertedPendulum|Pusher|Reacher|Swimmer|Walker2d)-v\d"),
+    "study": re.compile(r"\brl_mind\.study\b"),
+}  # fmt: skip
+
+
+def needed_extras(code: str) -> tuple[str, ...]:
+    """The extras of :data:`EXTRAS` that ``code`` needs, in alphabetical order."""
+    return tuple(name for name, pattern in sorted(EXTRAS.items()) if pattern.search(code))
+
+
+def install_line(extras: Sequence[str] = ()) -> str:
     """The line that opens the first code cell of every generated practical, before its
-    imports: ``%pip install -q "rl-mind>=<this version>"``.
+    imports: ``%pip install -q "rl-mind>=<this version>"``, with the ``extras`` the
+    practical needs (``"rl-mind[box2d,study]>=..."``: :func:`needed_extras`).
 
     One line, as in the notebooks of other courses: pip installs rl-mind where it is
     missing (Colab, a fresh machine), upgrades an older release, and does nothing, without
@@ -61,7 +80,8 @@ def install_line() -> str:
     release keeps it until it is restarted."""
     from rl_mind import __version__
 
-    return f'%pip install -q "rl-mind>={__version__}"'
+    package = f"rl-mind[{','.join(sorted(extras))}]" if extras else "rl-mind"
+    return f'%pip install -q "{package}>={__version__}"'
 
 
 def install_check() -> str:
@@ -318,7 +338,8 @@ def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
     first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
     if first_code is None:
         raise ValueError(f"{name}: no code cell")
-    first_code.source = f"{install_check()}\n\n{first_code.source}"
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    first_code.source = f"{install_line(needed_extras(code))}\n\n{first_code.source}"
     return notebook, points
 
 

@@ -2,7 +2,8 @@
 following it changes files.
 
 ``python tests/walks.py selfplay|arena`` prints the walk's call tree, its trail of files and
-its numbers; ``tests/test_walks.py`` holds the numbers.
+its numbers (``--json``: the walk as one line of JSON, which ``tests/test_walks.py`` reads
+to hold the numbers).
 
 How a walk is counted. It runs the real code under :func:`sys.setprofile`. The walk starts
 at one function, given the followed value. A call of a function of ``rl_mind`` joins the
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import sys
 import tempfile
@@ -213,11 +215,16 @@ def arena_walk(folder: Path) -> Walk:
 WALKS = {"selfplay": selfplay_walk, "arena": arena_walk}
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in WALKS or sys.argv[2:] not in ([], ["--json"]):
+        sys.exit(f"usage: python tests/walks.py {{{'|'.join(WALKS)}}} [--json]")
     os.environ.setdefault("RL_MIND_FAST_TEST", "1")
     os.environ.setdefault("MPLBACKEND", "Agg")
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         found = WALKS[sys.argv[1]](Path(tmp))
-    print("\n".join(found.tree))
-    print("trail:", " > ".join(found.trail))
-    print(found.summary())
+    if sys.argv[2:] == ["--json"]:
+        print(json.dumps(dataclasses.asdict(found)))
+    else:
+        print("\n".join(found.tree))
+        print("trail:", " > ".join(found.trail))
+        print(found.summary())

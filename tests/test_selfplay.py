@@ -497,6 +497,13 @@ def test_play_pairs_plays_the_matches_of_round_robin():
     assert played.names == checked.names
     assert np.array_equal(played.wins, checked.wins)
     assert np.array_equal(played.draws, checked.draws)
+    # each pair's matches as play_matches plays them from the pair's own seed (the seeds of
+    # a round robin: the same seed gives the same leaderboard as before)
+    names = list(players)
+    for i, j in [(0, 1), (0, 2), (1, 2)]:
+        pair = play_matches(names[i], names[j], 4, seed=9 + 7919 * (i * 3 + j))
+        assert (played.wins[i, j], played.wins[j, i]) == (pair.wins, pair.losses)
+        assert played.draws[i, j] == played.draws[j, i] == pair.draws
 
 
 def test_a_pool_seeded_with_a_generator_draws_from_it_as_a_seed_would():

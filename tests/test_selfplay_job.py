@@ -27,6 +27,7 @@ from rl_mind.selfplay.checkpoint import (
     CHECKPOINT_NAME,
     config_of_checkpoint,
     load_trainer_state,
+    read_job_checkpoint,
     trainer_state,
 )
 from rl_mind.selfplay.job import main, train
@@ -501,6 +502,19 @@ def test_the_bar_counts_seconds_of_training_and_fits_in_80_columns(
     widest = [re.sub(r"\d+%", "100%", render) for render in renders]  # (tqdm's 10-column bar)
     assert max(map(len, widest)) <= 80
     assert not re.search(r"it/s|s/it|/step", out)
+
+
+def test_without_leaderboard_and_video_the_runs_trainer_is_the_one_its_checkpoint_holds(
+    tmp_path: Path,
+) -> None:
+    # (3 updates, a snapshot every 2: the learner as it ended joins the archive only where
+    # the leaderboard or the video takes it; the checkpoint is saved before either)
+    run = train(fast_config(snapshot_every=2), minutes=1.0, run_dir=tmp_path / "run",
+                max_updates=3, progress=False, leaderboard=False, video=False)  # fmt: skip
+    saved = read_job_checkpoint(run.run_dir)["trainer"]
+    assert run.trainer.updates == 3
+    assert [e["step"] for e in run.trainer.archive] == [e["step"] for e in saved["archive"]]
+    assert len(run.trainer.archive) == len(run.trainer.pool) == 2  # (updates 0 and 2)
 
 
 @pytest.fixture(scope="module")

@@ -235,7 +235,7 @@ def page(result: ArenaResult, video: Path | None) -> str:
     e = html.escape
     anchors = result.anchors
     standings = result.standings
-    submissions = sum(p.kind == "submission" for p in result.players)
+    submissions = len(result.submissions)
     head = "".join(
         [
             "<th>rank</th>",

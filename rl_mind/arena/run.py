@@ -267,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         print(f"rl-mind arena: {error}", file=sys.stderr)
         return 1
-    n_submissions = sum(p.kind == "submission" for p in result.players)
+    n_submissions = len(result.submissions)
     print(
         f"{n_submissions} submissions rated, {len(result.rejected)} files rejected; "
         f"{int(np.sum(result.results.wins) + np.sum(result.results.draws) / 2)} matches played"

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rl_mind._validation import as_int, checked_device, checked_seed
+from rl_mind._validation import as_int, checked_device
 from rl_mind.selfplay.pool import SAMPLING_STRATEGIES
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "check_bool_flags",
     "check_config",
     "check_same_shape",
-    "match_seed",
 ]
 
 # The run derives its other seeds from this one (seed + 2, seed + 1000 * updates + 1, ...),
@@ -141,9 +140,3 @@ def check_same_shape(prediction: Tensor, target: Tensor, caller: str) -> None:
             f"{list(prediction.shape)} and {list(target.shape)} (squeeze the value head's "
             f"last dimension)"
         )
-
-
-def match_seed(seed: Any, caller: str) -> int | None:
-    """A seed given to a function that plays matches: ``None`` or an int from 0 to
-    ``2**64 - 1`` (what torch takes); else a ``ValueError`` naming ``caller``."""
-    return checked_seed(seed, f"{caller}: seed", bits=64)

@@ -299,7 +299,9 @@ def _train(
 
 def _finish(run: SelfPlayRun, leaderboard: bool, video: bool) -> SelfPlayRun:
     """The end of a run: the round robin and the video. A run directory keeps one match
-    video: that of the run's latest end (a resumed run's replaces the earlier one)."""
+    video: that of the run's latest end (a resumed run's replaces the earlier one). The
+    learner as it ended joins the archive where one of them takes it; without either, the
+    run's trainer is the one its checkpoint holds."""
     trainer, folder, config = run.trainer, run.run_dir, run.trainer.config
     if leaderboard:  # (the learner as it is now joins the archive as its last snapshot)
         print("round robin of the snapshots and the bots ...", flush=True)

@@ -45,6 +45,7 @@ import torch
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
+from rl_mind._validation import checked_seed
 from rl_mind.collectors import RolloutCollector
 from rl_mind.core import Actor, Observation, StochasticAction, TensorStruct
 from rl_mind.data import Rollout, minibatches
@@ -60,7 +61,6 @@ from rl_mind.selfplay._settings import (
     check_bool_flags,
     check_config,
     check_same_shape,
-    match_seed,
 )
 from rl_mind.selfplay.matches import play_matches, play_pairs
 from rl_mind.selfplay.pool import OpponentPool, Snapshot
@@ -889,8 +889,8 @@ def leaderboard(
     ratings anchored at ``random = 0``. The learner as it is now first joins the archive as
     its last snapshot (:func:`take_final_snapshot`). Returns the leaderboard and the
     training step of each snapshot."""
-    # (the run's seed was checked with its config; a seed given here is checked here)
-    seed = trainer.config.seed if seed is None else match_seed(seed, "leaderboard")
+    given = checked_seed(seed, "leaderboard: seed", bits=64)  # (the run's: checked already)
+    seed = trainer.config.seed if given is None else given
     take_final_snapshot(trainer)
     n = n_matches if n_matches is not None else trainer.config.leaderboard_matches
     players: dict[str, Any] = {bot: bot for bot in BOTS}

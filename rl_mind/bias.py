@@ -35,7 +35,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from rl_mind.core import TensorStruct
+from rl_mind.core import Action
+from rl_mind.data import Rollout
 from rl_mind.env import EnvStep
 from rl_mind.videos import evaluation_mode
 
@@ -66,7 +67,8 @@ def discounted_returns_to_go(
 ) -> Tensor:
     """``G_t = r_t + gamma r_{t+1} + ... + gamma^(T-1-t) r_{T-1} + gamma^(T-t) bootstrap`` for
     every ``t`` of one episode's rewards ``[T]`` (``bootstrap``: the value after the last
-    step, 0 after a terminal state). Returns ``[T]``."""
+    step, 0 after a terminal state). Returns ``[T]`` (float64); rewards ``[T, B]``: the
+    returns of ``B`` episodes side by side, ``[T, B]``."""
     returns = torch.empty_like(rewards, dtype=torch.float64)
     following = torch.as_tensor(bootstrap, dtype=torch.float64)
     for t in range(len(rewards) - 1, -1, -1):
@@ -75,43 +77,20 @@ def discounted_returns_to_go(
     return returns
 
 
-def _stack(items: list[Any]) -> Any:
-    return torch.stack(items) if isinstance(items[0], Tensor) else type(items[0]).stack(items)
-
-
-def _rows(value: Any, time: Tensor, copy: Tensor) -> Any:
-    """``value[time[k], copy[k]]`` for each k, of a tensor or a TensorStruct ``[T, B, ...]``."""
-    if isinstance(value, TensorStruct):
-        return value.apply(lambda tensor: tensor[time, copy])
-    return value[time, copy]
-
-
 class BiasRecording:
     """The states, actions and rewards of one evaluation's episodes (the first of each copy),
     recorded step by step by the :class:`~rl_mind.evaluation.Evaluator`."""
 
     def __init__(self, measure: CriticBias, num_envs: int) -> None:
         self.measure = measure
-        self.obs: list[Any] = []
-        self.actions: list[Tensor] = []
-        self.rewards: list[Tensor] = []
-        self.next_obs: list[Any] = []
-        self.ended = torch.zeros(num_envs, dtype=torch.bool)
-        self.end = torch.full((num_envs,), -1, dtype=torch.long)  # the first episode's last step
-        self.terminated = torch.zeros(num_envs, dtype=torch.bool)
+        self.num_envs = num_envs
+        self.steps: list[Rollout[Action]] = []
 
     def add(self, obs: Any, actions: Tensor, step: EnvStep) -> None:
         """Record one step: the observations acted on ``[B, ...]``, the actions ``[B, ...]``
         and what ``VecEnv.step`` returned."""
-        t = len(self.rewards)
-        self.obs.append(obs)
-        self.actions.append(actions.detach())
-        self.rewards.append(step.reward.detach().cpu())
-        self.next_obs.append(step.next_obs)
-        done, terminated = step.done.cpu() & ~self.ended, step.terminated.cpu() & ~self.ended
-        self.end[done] = t
-        self.terminated |= terminated
-        self.ended |= done
+        self.steps.append(Rollout(obs, Action(actions.detach()), step.reward, step.next_obs,
+                                  step.terminated, step.truncated))  # fmt: skip
 
     def bias(self, actor: Any, device: torch.device | str = "cpu") -> float:
         """The mean of ``Q(s_t, a_t) - G_t`` over the counted states (NaN if none counts).
@@ -119,35 +98,38 @@ class BiasRecording:
         ``actor.act`` gives the action at a cut for the bootstrap; the critic runs on
         ``device`` (the actor's) under ``torch.no_grad()``, a module in ``eval()`` mode
         (its modes restored after)."""
-        if not self.rewards:
+        if not self.steps:
             return math.nan
-        gamma, critic, T = self.measure.gamma, self.measure.critic, len(self.rewards)
-        end = torch.where(self.ended, self.end, torch.full_like(self.end, T - 1))
-        rewards = torch.stack(self.rewards)  # [T, B]
+        gamma, critic = self.measure.gamma, self.measure.critic
+        steps = Rollout.stack(self.steps)  # [T, B]
+        rows = steps.flatten()  # (row t * B + i: step t of copy i)
+        rewards, done = steps.reward.cpu().double(), steps.done.cpu()
+        (T, B), copies = rewards.shape, torch.arange(rewards.shape[1])
+        # each copy's first episode ends at its first done step, or is cut at the last one
+        end = torch.where(done.any(0), done.long().argmax(0), T - 1)
+        terminated = steps.terminated.cpu()[end, copies]
+        # a cut episode counts up to H steps before the cut; a terminated one in full
+        length = end + 1
+        counted = torch.where(terminated, length, length - self.measure.margin)
+        time = torch.arange(T)[:, None]
         # (a critic module in eval() mode: no dropout, batch statistics untouched)
         with evaluation_mode(critic) if isinstance(critic, nn.Module) else torch.no_grad():
-            final_obs = _rows(_stack(self.next_obs), end, torch.arange(len(end)))
-            if isinstance(final_obs, Tensor | TensorStruct):
-                final_obs = final_obs.to(device)
+            final_obs = rows.next_obs[end * B + copies].to(device)
             cut_values = critic(final_obs, actor.act(final_obs)).double().cpu().reshape(-1)
-            cut_values = torch.where(self.terminated, 0.0, cut_values)
-            times, copies_of, targets = [], [], []
-            for i in range(len(end)):
-                length = int(end[i]) + 1
-                # a cut episode counts up to H steps before the cut; a terminated one in full
-                counted = length if bool(self.terminated[i]) else length - self.measure.margin
-                if counted > 0:
-                    returns = discounted_returns_to_go(rewards[:length, i], gamma, cut_values[i])
-                    times.append(torch.arange(counted))
-                    copies_of.append(torch.full((counted,), i))
-                    targets.append(returns[:counted])
-            if not times:
+            cut_values = torch.where(terminated, 0.0, cut_values)
+            if not bool((counted > 0).any()):
                 return math.nan
-            time, copy = torch.cat(times), torch.cat(copies_of)
-            obs = _rows(_stack(self.obs), time, copy).to(device)
-            actions = _rows(torch.stack(self.actions), time, copy).to(device)
-            values = critic(obs, actions).double().cpu().reshape(-1)
-        return float((values - torch.cat(targets)).mean())
+            # every copy's returns at once: its first episode's rewards, the tail after a cut
+            # bootstrapped at its last step (0 after a terminal state), the later steps dropped
+            rewards = torch.where(time > end, 0.0, rewards)
+            rewards[end, copies] += gamma * cut_values
+            returns = discounted_returns_to_go(rewards, gamma)
+            # the counted steps, copy by copy (the order the mean sums them in)
+            copy, t = (time < counted).T.nonzero(as_tuple=True)
+            taken = rows[t * B + copy]
+            values = critic(taken.obs.to(device), taken.action.value.to(device))
+            values = values.double().cpu().reshape(-1)
+        return float((values - returns[t, copy]).mean())
 
 
 class CriticBias:

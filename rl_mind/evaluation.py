@@ -294,13 +294,8 @@ class Evaluator(Generic[ActionT]):
 
     @staticmethod
     def _log(writer: SummaryWriter, result: EvalResult) -> None:
-        scalars = {"eval/mean_return": result.mean, "eval/std_return": result.std,
-                   "eval/min_return": result.min, "eval/max_return": result.max}  # fmt: skip
-        if result.lengths is not None:
-            scalars["eval/mean_length"] = float(result.lengths.float().mean())
-        scalars.update({f"eval/{name}": value for name, value in result.extras.items()})
-        for tag, value in scalars.items():
-            writer.add_scalar(tag, value, global_step=result.step)
+        for name, value in {**result.statistics(), **result.extras}.items():
+            writer.add_scalar(f"eval/{name}", value, global_step=result.step)
         if callable(getattr(writer, "flush", None)):  # (0.4 needed add_scalar only)
             writer.flush()
 

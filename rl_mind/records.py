@@ -53,6 +53,16 @@ class EvalResult:
     def max(self) -> float:
         return float(self.rewards.max())
 
+    def statistics(self) -> dict[str, float]:
+        """``mean_return``, ``std_return``, ``min_return``, ``max_return`` and (with
+        ``lengths``) ``mean_length``: the columns of :data:`CSV_COLUMNS` after ``step``, and
+        with the ``extras`` the TensorBoard scalars ``eval/<name>``."""
+        statistics = {"mean_return": self.mean, "std_return": self.std,
+                      "min_return": self.min, "max_return": self.max}  # fmt: skip
+        if self.lengths is not None:
+            statistics["mean_length"] = float(self.lengths.float().mean())
+        return statistics
+
     def __repr__(self) -> str:
         best = ", best" if self.is_best else ""
         statistics = f"mean={self.mean:.2f}, std={self.std:.2f}, episodes={len(self.rewards)}"
@@ -66,8 +76,8 @@ CSV_COLUMNS = ("step", "mean_return", "std_return", "min_return", "max_return", 
 def append_evaluation(result: EvalResult, path: Path) -> None:
     """Append ``result`` as one row of the ``evaluations.csv`` at ``path`` (the header first,
     in a new or empty file): :data:`CSV_COLUMNS`, then ``result.extras`` by name."""
-    length = float(result.lengths.float().mean()) if result.lengths is not None else ""
-    row = [result.step, result.mean, result.std, result.min, result.max, length]
+    statistics = result.statistics()  # (no mean_length without lengths: an empty cell)
+    row = [result.step, *(statistics.get(column, "") for column in CSV_COLUMNS[1:])]
     names = sorted(result.extras)
     with path.open("a", newline="") as file:  # (an OSError here: the evaluation is still due)
         writer = csv.writer(file)

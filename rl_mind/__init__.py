@@ -87,27 +87,17 @@ from rl_mind.arena.submission import export_agent
 
 __version__ = "0.5.0"
 
-# rl-mind 0.4's rendering names, kept in rl_mind.rendering (they warn when used); not in
-# __all__, so that `from rl_mind import *` and the reference show today's API only.
-_RENDERING_04 = frozenset(
-    {
-        "DecimateTrimmer",
-        "RenderWidget",
-        "Trimmer",
-        "WindowTrimmer",
-        "animate_frames",
-        "decode_frame",
-        "encode_frame",
-        "rollout_frames",
-    }
-)
+# rl-mind 0.4's rendering names, kept in rl_mind.rendering (they warn when used), but for
+# HistoryEntry (a type, importable from rl_mind.rendering only); not in __all__, so that
+# `from rl_mind import *` and the reference show today's API only.
+from rl_mind.rendering import _frames_04
+
+_RENDERING_04 = frozenset(_frames_04.__all__) - {"HistoryEntry"}
 
 
 def __getattr__(name: str) -> object:
     if name in _RENDERING_04:
-        from rl_mind import rendering
-
-        return getattr(rendering, name)
+        return getattr(_frames_04, name)
     raise AttributeError(f"module 'rl_mind' has no attribute {name!r}")
 
 

@@ -115,11 +115,13 @@ def test_soft_update_computes_as_rl_mind_0_4_to_the_last_bit():
                 q.mul_(1.0 - 0.005).add_(p, alpha=0.005)
     pairs = list(zip(target.parameters(), expected.parameters()))
     assert all(torch.equal(a, b) for a, b in pairs)
-    lerped = copy.deepcopy(expected)
+    # one more step from the same weights: 0.4's arithmetic and lerp_ give different bits
+    stepped, lerped = copy.deepcopy(expected), copy.deepcopy(expected)
     with torch.no_grad():
-        for p, q in zip(source.parameters(), lerped.parameters()):
-            q.lerp_(p, 0.005)
-    assert not all(torch.equal(a, b) for a, b in zip(lerped.parameters(), expected.parameters()))
+        for p, a, b in zip(source.parameters(), stepped.parameters(), lerped.parameters()):
+            a.mul_(1.0 - 0.005).add_(p, alpha=0.005)
+            b.lerp_(p, 0.005)
+    assert not all(torch.equal(a, b) for a, b in zip(stepped.parameters(), lerped.parameters()))
 
 
 def test_soft_update_pairs_parameters_in_order_as_0_4_did_whatever_their_names():

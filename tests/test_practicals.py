@@ -36,6 +36,7 @@ from rl_mind.practicals import (
     stale_notebooks,
     student_source,
 )
+from tests.student_notebooks import wrong_dqn_student
 
 ROOT = Path(__file__).parent.parent
 SOURCES = sorted((ROOT / "notebooks" / "src").glob("*.py"))
@@ -577,14 +578,7 @@ def test_run_all_stops_at_the_first_wrong_function(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a student's DQN notebook: the TD target right, the loss with the [N, 1] broadcast bug
-    student = nbformat.read(ROOT / "notebooks" / "dqn.ipynb", as_version=4)
-    solution = nbformat.read(ROOT / "notebooks" / "solutions" / "dqn.ipynb", as_version=4)
-    for mine, reference in zip(student.cells, solution.cells):
-        if "raise NotImplementedError(" in mine.source:
-            mine.source = reference.source
-            if "def dqn_loss" in mine.source:
-                mine.source = mine.source.replace(".unsqueeze(1)).squeeze(1)", ".unsqueeze(1))")
-    notebook, error = _execute(student, tmp_path, monkeypatch)
+    notebook, error = _execute(wrong_dqn_student(), tmp_path, monkeypatch)
     assert error is not None, "Run All went on past the wrong function"
     cells = notebook.cells
     failed = [

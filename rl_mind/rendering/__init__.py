@@ -25,19 +25,9 @@ from here, as in 0.4, but live apart (``rl_mind/rendering/_frames_04.py``), buil
 :mod:`rl_mind.rendering.viewer`.
 """
 
-# rl-mind 0.4's names: importable from here, as in 0.4, and not in __all__ (the reference
-# shows today's API only)
-from rl_mind.rendering._frames_04 import (  # noqa: F401
-    DecimateTrimmer,
-    HistoryEntry,
-    RenderWidget,
-    Trimmer,
-    WindowTrimmer,
-    animate_frames,
-    decode_frame,
-    encode_frame,
-    rollout_frames,
-)
+# rl-mind 0.4's names (_frames_04.__all__): importable from here, as in 0.4, and not in
+# __all__ (the reference shows today's API only)
+from rl_mind.rendering._frames_04 import *  # noqa: F403
 from rl_mind.rendering.viewer import FrameViewer
 
 __all__ = ["FrameViewer"]

@@ -170,7 +170,6 @@ class FrameViewer:
         self._label: Any = None
         self._play: Any = None
         self._shown = False
-        self._trimmer: Any = None  # (rl-mind 0.4: the Trimmer RenderWidget was given)
 
     # ------------------------------------------------------------------ frames
     def __len__(self) -> int:
@@ -301,20 +300,12 @@ class FrameViewer:
         :meth:`frame` decodes one)."""
         return list(self._frames)
 
-    @property
-    def step_count(self) -> int:
-        """rl-mind 0.4: the frames added since the last ``reset`` (:attr:`total_frames`)."""
-        return self._count
+    step_count = total_frames
+    """rl-mind 0.4: the frames added since the last ``reset`` (:attr:`total_frames`)."""
 
-    @property
-    def trimmer(self) -> Any:
-        """rl-mind 0.4: the ``Trimmer`` given to ``RenderWidget`` (or ``None``); today
-        :attr:`max_frames` and :attr:`trim` bound the history."""
-        return self._trimmer
-
-    @trimmer.setter
-    def trimmer(self, trimmer: Any) -> None:
-        self._trimmer = trimmer  # (what RenderWidget gives, read back as in 0.4)
+    trimmer: Any = None
+    """rl-mind 0.4: the ``Trimmer`` given to ``RenderWidget`` (or ``None``); today
+    :attr:`max_frames` and :attr:`trim` bound the history."""
 
     @property
     def image(self) -> Any:

@@ -187,6 +187,9 @@ def _local_pool(function: Callable[..., Any], size: int, call: Call) -> Iterator
         _check_picklable(function)
 
     def new_pool() -> concurrent.futures.ProcessPoolExecutor:
+        # (execute_run gives each run one thread already; starting the workers at one keeps
+        # its restore a no-op there: on torch's native thread pool, which takes the thread
+        # count once, restoring the default after a run warns)
         return concurrent.futures.ProcessPoolExecutor(
             size, mp_context=context, initializer=torch.set_num_threads, initargs=(1,)
         )

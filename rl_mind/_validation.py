@@ -1,4 +1,5 @@
-"""Argument checks shared by the package's modules: whole numbers, devices, seeds, counts.
+"""Argument checks shared by the package's modules: whole numbers, devices, seeds, counts
+(and :func:`available_cores`, the default of a count of processes).
 
 Each returns the value normalized (an ``int``, a ``torch.device``) or raises an error that
 names the argument (``"OpponentPool: seed"``), says what was expected and what came.
@@ -8,11 +9,19 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any
 
 import torch
 
-__all__ = ["as_int", "checked_count", "checked_device", "checked_seed", "finite_number"]
+__all__ = [
+    "as_int",
+    "available_cores",
+    "checked_count",
+    "checked_device",
+    "checked_seed",
+    "finite_number",
+]
 
 
 def as_int(value: Any) -> int | None:
@@ -88,3 +97,11 @@ def checked_count(value: Any, name: str) -> int:
     if count is None or count < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
     return count
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on Linux)
+        return os.cpu_count() or 1

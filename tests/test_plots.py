@@ -4,6 +4,7 @@ performance and probabilities of improvement with intervals, and drawn into PNG 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import matplotlib
@@ -179,6 +180,7 @@ def test_the_compare_command_writes_the_plots_and_prints_the_final_table(
     names = ["critic_bias", "final_performance", "improvement", "learning_curves"]
     assert sorted(path.stem for path in out.glob("*.png")) == names
     assert "final return (iqm across runs, 95% bootstrap CI)" in printed
-    assert "td3" in printed and "8.00" in printed  # td3's final returns 8, 9, 10: IQM 9 ... runs 3
+    # td3's final returns 8, 9, 10: IQM 9, interval 8 to 10, 3 runs
+    assert re.search(r"^td3 +9\.00 +8\.00 +10\.00 +3$", printed, re.MULTILINE), printed
     assert rl_mind_main(["compare", str(tmp_path / "nothing-here")]) == 2
     assert "does not exist" in capsys.readouterr().err

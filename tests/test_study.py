@@ -315,8 +315,8 @@ def test_a_study_killed_with_its_workers_resumes_what_is_not_done(tmp_path: Path
     assert summary.complete and len(summary.done) == 6
     for name, files in finished.items():
         assert snapshot(directory / name) == files, f"{name} was run again"
-    for name in interrupted:
-        assert states(directory)[name]["started"] >= left[name]["started"]
+    for name in interrupted:  # (run again from scratch, by another worker)
+        assert states(directory)[name]["pid"] != left[name]["pid"], f"{name} was not run again"
     table = load_table(directory)
     assert table.groupby("run")["step"].apply(list).tolist() == [[100, 200, 300]] * 6
     # `rl-mind study --summary` says so, and runs nothing

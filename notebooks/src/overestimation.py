@@ -24,7 +24,6 @@
 
 # %%
 import dataclasses
-import math
 import time
 from pathlib import Path
 
@@ -47,6 +46,7 @@ from rl_mind import (
     run_directory,
     soft_update,
 )
+from rl_mind.bias import cut_margin
 from rl_mind.checks import Case, Check, Probe
 from rl_mind.study import (
     Study,
@@ -249,10 +249,11 @@ def episode_bias(
 check_episode_bias(episode_bias)
 
 # %% [markdown]
-# The margin of a discount: the smallest $H$ with $\gamma^H \le 0.01$.
+# The margin of a discount: the smallest $H$ with $\gamma^H \le 0.01$ (`rl_mind.bias.cut_margin`,
+# the one the Evaluator's measure uses).
 
 # %%
-margin = math.ceil(math.log(0.01) / math.log(config.gamma))
+margin = cut_margin(config.gamma)
 print(
     f"gamma = {config.gamma}: a cut episode counts its states up to {margin} steps before the cut"
 )

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rl_mind._validation import available_cores
 from rl_mind.arena.report import write_outputs
 from rl_mind.arena.results import ArenaResult, Player, Rejection
 from rl_mind.arena.rubric import DEFAULT_RUBRIC, Rubric
@@ -189,14 +190,6 @@ def run_arena(
         title="Arena ratings (Bradley–Terry, random = 0)",
     )
     return ArenaResult(players, tuple(rejected), results, board, rubric, n_matches, seed)
-
-
-def available_cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # (not on Linux)
-        return os.cpu_count() or 1
 
 
 def _parser() -> argparse.ArgumentParser:

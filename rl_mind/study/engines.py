@@ -26,14 +26,14 @@ import pickle
 import signal
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rl_mind._validation import available_cores
 from rl_mind.study.progress import StudyProgress
-from rl_mind.study.runs import STATUS_FILE, Run, execute_run, read_status, write_json
+from rl_mind.study.runs import STATUS_FILE, Run, execute_run, now, read_status, write_json
 
 __all__ = ["ENGINES", "StudyExecutor", "open_engine"]
 
@@ -76,7 +76,7 @@ class StudyExecutor:
 
     def run_all(self, runs: list[Run], display: StudyProgress) -> None:
         """Run ``runs`` to their end (done, or failed), showing progress on ``display``."""
-        session = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+        session = now()
         pending = collections.deque(runs)
         active: list[tuple[Any, Run]] = []
         losses: collections.Counter[str] = collections.Counter()
@@ -147,11 +147,7 @@ def _started(run: Run, session: str) -> bool:
 # ---------------------------------------------------------------------- the engines
 def _check_workers(workers: Any) -> int:
     if workers is None:
-        return (
-            len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else os.cpu_count() or 1
-        )
+        return available_cores()
     if isinstance(workers, bool) or not isinstance(workers, int):
         raise TypeError(
             f"Study.run: workers must be an int >= 1 or None (one per core), got {workers!r}"
@@ -191,6 +187,9 @@ def _local_pool(function: Callable[..., Any], size: int, call: Call) -> Iterator
         _check_picklable(function)
 
     def new_pool() -> concurrent.futures.ProcessPoolExecutor:
+        # (execute_run gives each run one thread already; starting the workers at one keeps
+        # its restore a no-op there: on torch's native thread pool, which takes the thread
+        # count once, restoring the default after a run warns)
         return concurrent.futures.ProcessPoolExecutor(
             size, mp_context=context, initializer=torch.set_num_threads, initargs=(1,)
         )

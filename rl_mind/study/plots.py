@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rl_mind.records import CSV_COLUMNS
 from rl_mind.study.intervals import AGGREGATES, interval_estimate, probability_of_improvement
 
 if TYPE_CHECKING:
@@ -50,8 +51,7 @@ __all__ = [
 ]
 
 # columns of the table that are never a variant's: what every run has, and what it measured
-BASE_COLUMNS = ("run", "seed", "step", "return", "mean_return", "std_return", "min_return",
-                "max_return", "mean_length")  # fmt: skip
+BASE_COLUMNS = ("run", "seed", "return", *CSV_COLUMNS)
 
 
 def variant_columns(table: pd.DataFrame) -> list[str]:

@@ -113,7 +113,9 @@ class Run:
         return "missing" if status is None else str(status.get("state", "missing"))
 
 
-def _now() -> str:
+def now() -> str:
+    """The time now, in UTC to the second, as ISO 8601 (``2026-01-31T09:30:00+00:00``): a
+    run's ``started`` and ``finished``; such strings compare in time order."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -141,7 +143,7 @@ def execute_run(
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     # (the status first: a folder of this study always has one, unless it is empty)
-    status: dict[str, Any] = {"state": "running", "seed": seed, "started": _now(),
+    status: dict[str, Any] = {"state": "running", "seed": seed, "started": now(),
                               "host": socket.gethostname(), "pid": os.getpid()}  # fmt: skip
     write_json(directory / STATUS_FILE, status)
     write_json(directory / CONFIG_FILE, dict(config))
@@ -156,6 +158,6 @@ def execute_run(
         status.update(state="done")
     finally:
         torch.set_num_threads(threads)
-    status.update(finished=_now(), seconds=round(time.perf_counter() - start, 3))
+    status.update(finished=now(), seconds=round(time.perf_counter() - start, 3))
     write_json(directory / STATUS_FILE, status)
     return status

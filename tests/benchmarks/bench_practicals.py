@@ -135,26 +135,38 @@ class Run:
         )
 
 
-def _run(command: list[str], name: str, seed: int, timeout: float) -> Run:
-    env = dict(os.environ)
-    env.pop("RL_MIND_FAST_TEST", None)
-    env["RL_MIND_SEED"] = str(seed)
-    env["OMP_NUM_THREADS"] = "1"
-    env["MKL_NUM_THREADS"] = "1"
+def _launch(
+    command: list[str], timeout: float, **variables: str
+) -> subprocess.CompletedProcess[str] | None:
+    """Run ``command`` from the repository's root at the full profile (without
+    ``RL_MIND_FAST_TEST``), with the environment ``variables`` added; None on a timeout."""
+    env = {key: value for key, value in os.environ.items() if key != "RL_MIND_FAST_TEST"}
+    env.update(variables)
     env.setdefault("MPLBACKEND", "Agg")
     with tempfile.TemporaryDirectory(prefix="bench-practicals-") as outputs:
         # logs, checkpoints and videos of a run are thrown away unless RL_MIND_OUTPUTS is set
         env.setdefault("RL_MIND_OUTPUTS", outputs)
         try:
-            done = subprocess.run(
+            return subprocess.run(
                 command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired:
-            return Run(name, seed, error=f"timeout {timeout:.0f} s")
+            return None
+
+
+def _tail(done: subprocess.CompletedProcess[str]) -> str:
+    """The last lines a failed command wrote (to stderr, else stdout)."""
+    return " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+
+
+def _run(command: list[str], name: str, seed: int, timeout: float) -> Run:
+    threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    done = _launch(command, timeout, RL_MIND_SEED=str(seed), **threads)
+    if done is None:
+        return Run(name, seed, error=f"timeout {timeout:.0f} s")
     match = RESULT.search(done.stdout)
     if match is None:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return Run(name, seed, error=" | ".join(tail))
+        return Run(name, seed, error=_tail(done))
     return Run(
         name,
         seed,
@@ -242,20 +254,12 @@ def practical_worker(name: str) -> None:
 def project_target(name: str, timeout: float) -> tuple[bool, str]:
     """Run a project practical's source at the full profile (its study uses every core);
     whether it met its targets, and its line."""
-    env = {key: value for key, value in os.environ.items() if key != "RL_MIND_FAST_TEST"}
-    env.setdefault("MPLBACKEND", "Agg")
-    command = [sys.executable, __file__, "--practical-worker", name]
-    with tempfile.TemporaryDirectory(prefix="bench-project-") as outputs:
-        env.setdefault("RL_MIND_OUTPUTS", outputs)
-        try:
-            done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                                  timeout=timeout)  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return False, f"{name}: timeout {timeout:.0f} s"
+    done = _launch([sys.executable, __file__, "--practical-worker", name], timeout)
+    if done is None:
+        return False, f"{name}: timeout {timeout:.0f} s"
     match = PROJECT_RESULT.search(done.stdout)
     if match is None:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return False, f"{name}: no RESULT line: {' | '.join(tail)}"
+        return False, f"{name}: no RESULT line: {_tail(done)}"
     # (the numbers behind the verdicts: the practical's own table of each run's bias)
     table = done.stdout.split("the critic's bias of each run", 1)[-1].split("RESULT ", 1)[0]
     print(f"{name}: the critic's bias of each run{table.rstrip()}")

@@ -46,7 +46,6 @@ from rl_mind.checks.references import expected_data
 __all__ = [
     "Check",
     "declared_checks",
-    "declared_names",
     "declaration_ends",
     "decode_cases",
     "encode_cases",
@@ -386,11 +385,6 @@ def _is_check(node: ast.stmt) -> bool:
     return (isinstance(func, ast.Name) and func.id == "Check") or (
         isinstance(func, ast.Attribute) and func.attr == "Check"
     )
-
-
-def declared_names(source: str) -> list[str]:
-    """The names that the code ``source`` (a cell) assigns a ``Check(...)`` to at top level."""
-    return list(declaration_ends(source))
 
 
 def declaration_ends(source: str) -> dict[str, int]:

@@ -131,14 +131,15 @@ class Region:
     description: str
     function: str | None
 
-    def what(self, description: str | None = None) -> str:
+    def what(self) -> str:
         """What the student writes: the marker's text, else the body of the function."""
-        text = description if description is not None else self.description
-        return text or (f"the body of {self.function}()" if self.function else "the marked code")
+        return self.description or (
+            f"the body of {self.function}()" if self.function else "the marked code"
+        )
 
-    def stub(self, description: str | None = None) -> list[str]:
+    def stub(self) -> list[str]:
         """The two lines that replace the region in the student's cell."""
-        what = self.what(description)
+        what = self.what()
         # (short, so that the line fits the cell: what to write is in the comment above it)
         prefix = f"{self.function}(): " if self.function else ""
         message = f"{prefix}not written yet (YOUR CODE HERE)"

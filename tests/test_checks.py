@@ -2144,6 +2144,11 @@ def test_inputs_or_probes_that_do_not_match_the_parameters_are_refused(
             "case numbers \\(1 for the first",
         ),
         (
+            lambda: checks.Probe(lambda i: i, same_result_of_checks, cases=(-1000,)),
+            TypeError,
+            "case numbers \\(1 for the first",
+        ),
+        (
             lambda: checks.Check(
                 "double",
                 [checks.Case("a", "b", lambda g: {"x": torch.zeros(2)})],

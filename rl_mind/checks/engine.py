@@ -119,7 +119,11 @@ class Case:
 def _checked_cases(owner: str, cases: Any) -> tuple[int | str, ...]:
     cases = (cases,) if isinstance(cases, int | str) else tuple(cases)
     for case in cases:
-        if isinstance(case, bool) or not isinstance(case, int | str) or case in range(-999, 1):
+        if (
+            isinstance(case, bool)
+            or not isinstance(case, int | str)
+            or (isinstance(case, int) and case < 1)
+        ):
             raise TypeError(
                 f"{owner}: cases are case numbers (1 for the first, as the check prints them) or "
                 f"case names, got {case!r}"

@@ -53,7 +53,17 @@ from torch import Tensor, nn
 from rl_mind.checks.inputs import changed_parts, materialize
 from rl_mind.checks.limits import Exhausted, Limit, bounded_call
 
-__all__ = ["Case", "CheckFailure", "Limit", "Mistake", "Probe", "Spec", "run", "same_result"]
+__all__ = [
+    "Case",
+    "CheckFailure",
+    "Limit",
+    "Mistake",
+    "Probe",
+    "Spec",
+    "run",
+    "same_result",
+    "unknown_cases",
+]
 
 _ATOL, _RTOL = 1e-5, 1e-4
 
@@ -192,6 +202,18 @@ def applies(probe: Probe | Mistake, number: int, case: Case) -> bool:
     return not probe.cases or number in probe.cases or case.name in probe.cases
 
 
+def unknown_cases(probe: Probe | Mistake, cases: Sequence[Case]) -> list[int | str]:
+    """The cases that ``probe`` names (:attr:`Probe.cases`) and ``cases`` does not hold: a
+    number past the last case, or a name no case has."""
+    names = [case.name for case in cases]
+    return [
+        case
+        for case in probe.cases
+        if (isinstance(case, int) and case > len(cases))
+        or (isinstance(case, str) and case not in names)
+    ]
+
+
 def same_result(result: Tensor, changed: Tensor) -> bool:
     """A :attr:`Probe.fires` test: the change of input did not change the result."""
     return close(result, changed)
@@ -241,18 +263,12 @@ class Spec:
     )
 
     def __post_init__(self) -> None:
-        names = [case.name for case in self.cases]
         for probe in self.probes:
-            unknown = [
-                case
-                for case in probe.cases
-                if (isinstance(case, int) and case > len(self.cases))
-                or (isinstance(case, str) and case not in names)
-            ]
+            unknown = unknown_cases(probe, self.cases)
             if unknown:
                 raise ValueError(
                     f"{self.function}: a probe names the cases {unknown}, which do not exist; "
-                    f"the cases are 1 to {len(self.cases)}: {names}"
+                    f"the cases are 1 to {len(self.cases)}: {[case.name for case in self.cases]}"
                 )
 
     def check(self, student_fn: Callable[..., Any]) -> None:

@@ -60,6 +60,9 @@ __all__ = [
     "Mistake",
     "Probe",
     "Spec",
+    "different_result",
+    "gamma_halved",
+    "not_moved_by_one",
     "run",
     "same_result",
     "unknown_cases",
@@ -217,6 +220,22 @@ def unknown_cases(probe: Probe | Mistake, cases: Sequence[Case]) -> list[int | s
 def same_result(result: Tensor, changed: Tensor) -> bool:
     """A :attr:`Probe.fires` test: the change of input did not change the result."""
     return close(result, changed)
+
+
+def different_result(result: Tensor, changed: Tensor) -> bool:
+    """A :attr:`Probe.fires` test: the change of input changed the result."""
+    return not close(result, changed)
+
+
+def not_moved_by_one(result: Tensor, changed: Tensor) -> bool:
+    """A :attr:`Probe.fires` test: the change of input (one added to the rewards) did not
+    add one to every entry of the result."""
+    return not close(changed - result, torch.ones_like(result))
+
+
+def gamma_halved(stored: dict[str, Any]) -> dict[str, Any]:
+    """A :attr:`Probe.change`: the inputs with the discount ``gamma`` halved."""
+    return {**stored, "gamma": 0.5 * stored["gamma"]}
 
 
 @dataclass(frozen=True)

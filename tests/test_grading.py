@@ -231,13 +231,14 @@ def test_the_released_stubs_are_the_student_notebooks_for_every_practical() -> N
     from nbgrader.preprocessors import ClearSolutions
 
     from rl_mind.practicals import nbgrader_preprocessors, render_nbgrader, render_notebooks
+    from rl_mind.practicals.source import parse_practical
 
     (clear,) = [step for step in nbgrader_preprocessors() if issubclass(step, ClearSolutions)]
     assert clear is not ClearSolutions
     for source in sorted((ROOT / "notebooks" / "src").glob("*.py")):
-        text = source.read_text()
-        assignment = nbformat.reads(render_nbgrader(text, name=source.stem), 4)
-        student = nbformat.reads(render_notebooks(text, name=source.stem).student, 4)
+        practical = parse_practical(source.read_text(), name=source.stem)  # (rendered twice)
+        assignment = nbformat.reads(render_nbgrader(practical), 4)
+        student = nbformat.reads(render_notebooks(practical).student, 4)
         released, _ = clear().preprocess(assignment, {})
         solution_cells = [
             i for i, cell in enumerate(released.cells) if cell.metadata.nbgrader.solution

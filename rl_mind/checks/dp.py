@@ -29,7 +29,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rl_mind.checks.engine import Case, Probe, Spec, close, same_result
+from rl_mind.checks.engine import (
+    Case,
+    Probe,
+    Spec,
+    close,
+    different_result,
+    gamma_halved,
+    not_moved_by_one,
+    same_result,
+)
 from rl_mind.checks.limits import Limit
 
 __all__ = [
@@ -179,10 +188,6 @@ def _rewards_plus_one(stored: dict[str, Any]) -> dict[str, Any]:
     return {**stored, "r": stored["r"] + 1.0}
 
 
-def _not_moved_by_one(q: Tensor, changed: Tensor) -> bool:
-    return not close(changed - q, torch.ones_like(q))
-
-
 def _terminal_values_changed(stored: dict[str, Any]) -> dict[str, Any]:
     return {**stored, "v": stored["v"] + stored["terminal"].to(stored["v"].dtype)}
 
@@ -201,10 +206,6 @@ def _forward_model(stored: dict[str, Any]) -> dict[str, Any]:
 
 def _other_transitions(stored: dict[str, Any]) -> dict[str, Any]:
     return {**stored, "P": _forward_mdp(torch.Generator().manual_seed(62), 0.9)["P"]}
-
-
-def _half_gamma(stored: dict[str, Any]) -> dict[str, Any]:
-    return {**stored, "gamma": 0.5 * stored["gamma"]}
 
 
 def _positive_rewards(stored: dict[str, Any]) -> dict[str, Any]:
@@ -298,7 +299,7 @@ Q_FROM_V = Spec(
     probes=(
         Probe(
             _rewards_plus_one,
-            _not_moved_by_one,
+            not_moved_by_one,
             "adding 1 to every reward does not add 1 to every q(s, a): the reward r[s, a] is "
             "earned now, it is not discounted (gamma multiplies the expected next value only)",
         ),
@@ -340,7 +341,7 @@ POLICY_EVALUATION = Spec(
     axes="s",
     probes=(
         Probe(_other_transitions, same_result, NO_FUTURE_AT_ALL, base=_forward_model),
-        Probe(_half_gamma, same_result, NO_GAMMA, base=_forward_model),
+        Probe(gamma_halved, same_result, NO_GAMMA, base=_forward_model),
         Probe(
             lambda stored: {**stored, "policy": stored["policy"].roll(1, dims=1)},
             same_result,
@@ -412,15 +413,15 @@ VALUE_ITERATION = Spec(
         ),
         Probe(
             _a_worse_action_added,
-            lambda v, changed: not close(v, changed),
+            different_result,
             "an action worse than all the others, added in every state, changes the values: "
             "value iteration backs up the best action, the max over actions of q(s, a) (not "
             "an average over actions)",
         ),
         Probe(_other_transitions, same_result, NO_FUTURE_AT_ALL, base=_forward_model),
-        Probe(_half_gamma, same_result, NO_GAMMA, base=_forward_model),
+        Probe(gamma_halved, same_result, NO_GAMMA, base=_forward_model),
         Probe(
-            _half_gamma,
+            gamma_halved,
             same_result,
             "with every reward negative your sweeps stop too early (the values no longer "
             "change with gamma): stop when the largest *absolute* change of a sweep is below "

@@ -53,7 +53,20 @@ from torch import Tensor, nn
 from rl_mind.checks.inputs import changed_parts, materialize
 from rl_mind.checks.limits import Exhausted, Limit, bounded_call
 
-__all__ = ["Case", "CheckFailure", "Limit", "Mistake", "Probe", "Spec", "run", "same_result"]
+__all__ = [
+    "Case",
+    "CheckFailure",
+    "Limit",
+    "Mistake",
+    "Probe",
+    "Spec",
+    "different_result",
+    "gamma_halved",
+    "not_moved_by_one",
+    "run",
+    "same_result",
+    "unknown_cases",
+]
 
 _ATOL, _RTOL = 1e-5, 1e-4
 
@@ -119,7 +132,11 @@ class Case:
 def _checked_cases(owner: str, cases: Any) -> tuple[int | str, ...]:
     cases = (cases,) if isinstance(cases, int | str) else tuple(cases)
     for case in cases:
-        if isinstance(case, bool) or not isinstance(case, int | str) or case in range(-999, 1):
+        if (
+            isinstance(case, bool)
+            or not isinstance(case, int | str)
+            or (isinstance(case, int) and case < 1)
+        ):
             raise TypeError(
                 f"{owner}: cases are case numbers (1 for the first, as the check prints them) or "
                 f"case names, got {case!r}"
@@ -188,9 +205,37 @@ def applies(probe: Probe | Mistake, number: int, case: Case) -> bool:
     return not probe.cases or number in probe.cases or case.name in probe.cases
 
 
+def unknown_cases(probe: Probe | Mistake, cases: Sequence[Case]) -> list[int | str]:
+    """The cases that ``probe`` names (:attr:`Probe.cases`) and ``cases`` does not hold: a
+    number past the last case, or a name no case has."""
+    names = [case.name for case in cases]
+    return [
+        case
+        for case in probe.cases
+        if (isinstance(case, int) and case > len(cases))
+        or (isinstance(case, str) and case not in names)
+    ]
+
+
 def same_result(result: Tensor, changed: Tensor) -> bool:
     """A :attr:`Probe.fires` test: the change of input did not change the result."""
     return close(result, changed)
+
+
+def different_result(result: Tensor, changed: Tensor) -> bool:
+    """A :attr:`Probe.fires` test: the change of input changed the result."""
+    return not close(result, changed)
+
+
+def not_moved_by_one(result: Tensor, changed: Tensor) -> bool:
+    """A :attr:`Probe.fires` test: the change of input (one added to the rewards) did not
+    add one to every entry of the result."""
+    return not close(changed - result, torch.ones_like(result))
+
+
+def gamma_halved(stored: dict[str, Any]) -> dict[str, Any]:
+    """A :attr:`Probe.change`: the inputs with the discount ``gamma`` halved."""
+    return {**stored, "gamma": 0.5 * stored["gamma"]}
 
 
 @dataclass(frozen=True)
@@ -237,18 +282,12 @@ class Spec:
     )
 
     def __post_init__(self) -> None:
-        names = [case.name for case in self.cases]
         for probe in self.probes:
-            unknown = [
-                case
-                for case in probe.cases
-                if (isinstance(case, int) and case > len(self.cases))
-                or (isinstance(case, str) and case not in names)
-            ]
+            unknown = unknown_cases(probe, self.cases)
             if unknown:
                 raise ValueError(
                     f"{self.function}: a probe names the cases {unknown}, which do not exist; "
-                    f"the cases are 1 to {len(self.cases)}: {names}"
+                    f"the cases are 1 to {len(self.cases)}: {[case.name for case in self.cases]}"
                 )
 
     def check(self, student_fn: Callable[..., Any]) -> None:

@@ -18,7 +18,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rl_mind.checks.engine import TERMINAL, Case, Probe, Spec, close, same_result
+from rl_mind.checks.engine import (
+    TERMINAL,
+    Case,
+    Probe,
+    Spec,
+    close,
+    different_result,
+    gamma_halved,
+    not_moved_by_one,
+    same_result,
+)
 from rl_mind.checks.inputs import env_step
 
 __all__ = [
@@ -86,17 +96,9 @@ def _build_td_update(g: torch.Generator, case: int) -> dict[str, Any]:
     }
 
 
-def _gamma_halved(stored: dict[str, Any]) -> dict[str, Any]:
-    return {**stored, "gamma": 0.5 * stored["gamma"]}
-
-
 def _rewards_plus_one(stored: dict[str, Any]) -> dict[str, Any]:
     step = stored["step"]
     return {**stored, "step": {**step, "reward": step["reward"] + 1.0}}
-
-
-def _not_moved_by_one(target: Tensor, changed: Tensor) -> bool:
-    return not close(changed - target, torch.ones_like(target))
 
 
 def _q_plus_one(stored: dict[str, Any]) -> dict[str, Any]:
@@ -138,18 +140,18 @@ def _target_probes(next_action: Probe, obs_message: str) -> tuple[Probe, ...]:
             base=_q_plus_one_with_no_episode_end,
         ),
         Probe(
-            _gamma_halved,
+            gamma_halved,
             same_result,
             "the targets do not change with gamma: discount the next state's value by gamma",
         ),
         next_action,
         Probe(
             _rewards_plus_one,
-            _not_moved_by_one,
+            not_moved_by_one,
             "adding 1 to the rewards does not add 1 to the targets: the reward is earned now, "
             "not discounted (gamma multiplies only the next state's value)",
         ),
-        Probe(_obs_changed_where_an_episode_ended, lambda a, b: not close(a, b), obs_message),
+        Probe(_obs_changed_where_an_episode_ended, different_result, obs_message),
     )
 
 
@@ -198,7 +200,7 @@ Q_LEARNING_TARGET = Spec(
     probes=_target_probes(
         Probe(
             _other_next_action,
-            lambda a, b: not close(a, b),
+            different_result,
             "the targets change with next_action: Q-learning bootstraps from the best action "
             "in next_obs, whatever the agent does next (bootstrapping from next_action is "
             "SARSA)",
@@ -262,7 +264,7 @@ TD_UPDATE = Spec(
         # with learning_rate = 0 nothing moves, whatever the targets
         Probe(
             lambda stored: {**stored, "target": stored["target"] + 1.0},
-            lambda q, changed: not close(q, changed),
+            different_result,
             "with learning_rate = 0 the table moves toward the targets: learning_rate is the "
             "size of the step toward the target (with 0 nothing moves, with 1 the entry "
             "becomes its target): learning_rate and 1 - learning_rate are swapped",

@@ -40,13 +40,12 @@ from typing import Any, cast
 
 import torch
 
-from rl_mind.checks.engine import Case, Mistake, Probe, Spec, applies, run
+from rl_mind.checks.engine import Case, Mistake, Probe, Spec, applies, run, unknown_cases
 from rl_mind.checks.references import expected_data
 
 __all__ = [
     "Check",
     "declared_checks",
-    "declared_names",
     "declaration_ends",
     "decode_cases",
     "encode_cases",
@@ -131,18 +130,13 @@ class Check:
         self.probes = tuple(
             _probe(function, message, probe) for message, probe in (probes or {}).items()
         )
-        names = [case.name for case in cases]
-        for message, probe in zip((probes or {}), self.probes):
-            unknown = [
-                case
-                for case in probe.cases
-                if (isinstance(case, int) and case > len(cases))
-                or (isinstance(case, str) and case not in names)
-            ]
+        for probe in self.probes:
+            unknown = unknown_cases(probe, cases)
             if unknown:
                 raise ValueError(
-                    f"Check({function!r}): the probe {message!r} runs on the cases {unknown}, "
-                    f"which are not declared; the cases are 1 to {len(cases)}: {names}"
+                    f"Check({function!r}): the probe {probe.message!r} runs on the cases "
+                    f"{unknown}, which are not declared; the cases are 1 to {len(cases)}: "
+                    f"{[case.name for case in cases]}"
                 )
         if sign_message is not None and not isinstance(sign_message, str):
             raise TypeError(
@@ -247,7 +241,7 @@ class Check:
 
     def _check_probes(self, args: tuple[str, ...], cases: list[dict[str, Any]]) -> None:
         """Refuse a probe whose ``base`` or ``change`` does not return the inputs by name."""
-        for message, probe in zip([p.message for p in self.probes], self.probes):
+        for probe in self.probes:
             if not isinstance(probe, Probe):
                 continue
             for number, (case, stored) in enumerate(zip(self.cases, cases), start=1):
@@ -261,14 +255,14 @@ class Check:
                         inputs = part(inputs)
                     except Exception as error:
                         raise ValueError(
-                            f"Check({self.function!r}): the probe {message!r} fails on case "
-                            f"{case.name!r}: {type(error).__name__}: {error}"
+                            f"Check({self.function!r}): the probe {probe.message!r} fails on "
+                            f"case {case.name!r}: {type(error).__name__}: {error}"
                         ) from error
                     if not isinstance(inputs, dict) or set(inputs) != set(args):
                         got = tuple(inputs) if isinstance(inputs, dict) else type(inputs).__name__
                         raise ValueError(
-                            f"Check({self.function!r}): the probe {message!r} must return the "
-                            f"inputs by name, {args} (e.g. {{**inputs, 'x': ...}}), got {got}"
+                            f"Check({self.function!r}): the probe {probe.message!r} must return "
+                            f"the inputs by name, {args} (e.g. {{**inputs, 'x': ...}}), got {got}"
                         )
 
     def load(self, encoded: str) -> None:
@@ -386,11 +380,6 @@ def _is_check(node: ast.stmt) -> bool:
     return (isinstance(func, ast.Name) and func.id == "Check") or (
         isinstance(func, ast.Attribute) and func.attr == "Check"
     )
-
-
-def declared_names(source: str) -> list[str]:
-    """The names that the code ``source`` (a cell) assigns a ``Check(...)`` to at top level."""
-    return list(declaration_ends(source))
 
 
 def declaration_ends(source: str) -> dict[str, int]:

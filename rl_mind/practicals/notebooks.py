@@ -26,7 +26,6 @@ from rl_mind.practicals.source import (
     BEGIN_SOLUTION,
     Practical,
     Region,
-    check_calls,
     parse_practical,
     replace_regions,
     solution_regions,
@@ -164,9 +163,8 @@ def render_nbgrader(text: str | Practical, *, name: str = "practical") -> str:
             meta.update(solution=True, locked=False)
             grade_id = function or cell.id
         elif i in practical.points:
-            checked = check_calls(cell.source) or []
             meta.update(grade=True, points=practical.points[i])
-            grade_id = "check_" + "-".join(checked)
+            grade_id = "check_" + "-".join(practical.checks[i])
         if grade_id in used:
             grade_id = f"{grade_id}-{cell.id}"
         used.add(grade_id)

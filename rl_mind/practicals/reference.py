@@ -14,12 +14,11 @@ from pathlib import Path
 from rl_mind.practicals.source import (
     BEGIN_SOLUTION,
     END_SOLUTION,
-    INSTALL,
     check_markers,
-    install_check,
-    install_line,
     normalized,
+    prepend_install,
     read_percent,
+    refuse_install_line,
 )
 
 __all__ = [
@@ -55,7 +54,8 @@ def reference_notebook(text: str, *, name: str) -> str:
     The cells are the module's, as they are, except that a code cell made of one
     ``if __name__ == "__main__":`` block shows its body: in the module that code runs only
     when the module is run as a script, in the notebook it always runs. The first code cell
-    starts with :func:`install_line`, as in the other practicals. Solution markers are
+    starts with the install line, as in the other practicals (:func:`prepend_install`: with
+    the extras the module's code needs). Solution markers are
     refused (a reference practical has no gaps), and so is an install line of the module's
     own.
     """
@@ -67,16 +67,9 @@ def reference_notebook(text: str, *, name: str) -> str:
             check_markers(cell.source, f"{name}, cell {i}")
             if BEGIN_SOLUTION in cell.source or END_SOLUTION in cell.source:
                 raise ValueError(f"{name}, cell {i}: a reference practical has no solution regions")
-            if INSTALL.search(cell.source):
-                raise ValueError(
-                    f"{name}, cell {i}: the generator writes the install line itself "
-                    f"({install_line()!r}); remove the module's own"
-                )
+            refuse_install_line(cell.source, f"{name}, cell {i}", "module's")
             cell.source = _unguarded(cell.source)
-    first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
-    if first_code is None:
-        raise ValueError(f"{name}: no code cell")
-    first_code.source = f"{install_check()}\n\n{first_code.source}"
+    prepend_install(notebook, name)
     return nbformat.writes(notebook) + "\n"
 
 

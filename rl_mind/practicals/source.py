@@ -37,7 +37,9 @@ __all__ = [
     "check_markers",
     "normalized",
     "parse_practical",
+    "prepend_install",
     "read_percent",
+    "refuse_install_line",
     "replace_regions",
     "solution_regions",
     "student_source",
@@ -131,14 +133,15 @@ class Region:
     description: str
     function: str | None
 
-    def what(self, description: str | None = None) -> str:
+    def what(self) -> str:
         """What the student writes: the marker's text, else the body of the function."""
-        text = description if description is not None else self.description
-        return text or (f"the body of {self.function}()" if self.function else "the marked code")
+        return self.description or (
+            f"the body of {self.function}()" if self.function else "the marked code"
+        )
 
-    def stub(self, description: str | None = None) -> list[str]:
+    def stub(self) -> list[str]:
         """The two lines that replace the region in the student's cell."""
-        what = self.what(description)
+        what = self.what()
         # (short, so that the line fits the cell: what to write is in the comment above it)
         prefix = f"{self.function}(): " if self.function else ""
         message = f"{prefix}not written yet (YOUR CODE HERE)"
@@ -272,10 +275,33 @@ def check_calls(source: str) -> list[str] | None:
     return checked or None
 
 
-def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
-    """The source as a normalized notebook with the install line first, and the points of
-    each check cell by cell index (``points`` in the cell's header, else each checked
-    function's: a declared check's ``points``, one for the package's checks).
+def refuse_install_line(source: str, where: str, whose: str) -> None:
+    """Refuse a code cell (``where``) that holds an install line of its own: the generator
+    writes it (:func:`prepend_install`); ``whose`` names the file in the message (the
+    ``"source's"``, the ``"module's"``)."""
+    if INSTALL.search(source):
+        raise ValueError(
+            f"{where}: the generator writes the install line itself ({install_line()!r}); "
+            f"remove the {whose} own"
+        )
+
+
+def prepend_install(notebook: Any, name: str) -> None:
+    """Put the install line first in the first code cell of ``notebook``: :func:`install_line`
+    with the extras its code needs (:func:`needed_extras`). A notebook without a code cell is
+    a ``ValueError`` naming ``name``."""
+    first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
+    if first_code is None:
+        raise ValueError(f"{name}: no code cell")
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    first_code.source = f"{install_line(needed_extras(code))}\n\n{first_code.source}"
+
+
+def _practical(text: str, name: str) -> tuple[Any, dict[int, float], dict[int, list[str]]]:
+    """The source as a normalized notebook with the install line first, the points of each
+    check cell by cell index (``points`` in the cell's header, else each checked function's:
+    a declared check's ``points``, one for the package's checks), and the functions each
+    check cell checks (:func:`check_calls`), by cell index.
 
     A check declared in the source (``check_f = Check("f", ...)``) gets its cases, computed
     from the reference solution, written into its cell after the declaration."""
@@ -298,9 +324,13 @@ def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
             f"{name}: declare each check at the top level of a code cell: "
             f"{sorted(set(declared) - set(loaded))}"
         )
-    for i, cell in enumerate(notebook.cells):
-        checked = check_calls(cell.source) if cell.cell_type == "code" else None
-        for function in checked or []:
+    checks = {
+        i: checked
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and (checked := check_calls(cell.source)) is not None
+    }
+    for i, checked in checks.items():
+        for function in checked:
             where = loaded.get(f"check_{function}")
             if where is not None and where > i:
                 raise ValueError(
@@ -311,13 +341,9 @@ def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
     points: dict[int, float] = {}
     for i, cell in enumerate(notebook.cells):
         given = cell.metadata.pop("points", None)
-        checked = check_calls(cell.source) if cell.cell_type == "code" else None
-        if cell.cell_type == "code" and INSTALL.search(cell.source):
-            raise ValueError(
-                f"{name}, cell {i}: the generator writes the install line itself "
-                f"({install_line()!r}); remove the source's own"
-            )
-        if given is not None and checked is None:
+        if cell.cell_type == "code":
+            refuse_install_line(cell.source, f"{name}, cell {i}", "source's")
+        if given is not None and i not in checks:
             raise ValueError(
                 f"{name}, cell {i}: points={given!r} on a cell that is not a check cell (one "
                 f"made of check_<function>(<function>) calls)"
@@ -326,40 +352,38 @@ def _practical(text: str, name: str) -> tuple[Any, dict[int, float]]:
             isinstance(given, bool) or not isinstance(given, int | float) or not given > 0
         ):
             raise ValueError(f"{name}, cell {i}: points must be a positive number, got {given!r}")
-        if checked is not None:
+        if i in checks:
             points[i] = (
                 float(given)
                 if given is not None
                 else sum(
                     declared[f"check_{f}"][0].points if f"check_{f}" in declared else 1.0
-                    for f in checked
+                    for f in checks[i]
                 )
             )
-    first_code = next((cell for cell in notebook.cells if cell.cell_type == "code"), None)
-    if first_code is None:
-        raise ValueError(f"{name}: no code cell")
-    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
-    first_code.source = f"{install_line(needed_extras(code))}\n\n{first_code.source}"
-    return notebook, points
+    prepend_install(notebook, name)
+    return notebook, points, checks
 
 
 @dataclass(frozen=True)
 class Practical:
     """One parse of a practical source: ``notebook``, the solution notebook (normalized,
     the install line first, declared checks' cases written in); ``points`` of each check
-    cell and ``student`` source of each cell with a gap, by cell index; ``n_gaps``."""
+    cell and ``student`` source of each cell with a gap, by cell index; ``n_gaps``; the
+    functions each check cell checks (``checks``, by cell index: :func:`check_calls`)."""
 
     name: str
     notebook: Any
     points: dict[int, float]
     student: dict[int, str]
     n_gaps: int
+    checks: dict[int, list[str]]
 
 
 def parse_practical(text: str, name: str = "practical") -> Practical:
     """Read a percent-format source once (see :class:`Practical`); a ``ValueError`` naming
     the source and the cell for anything a notebook could not be made from."""
-    notebook, points = _practical(text, name)
+    notebook, points, checks = _practical(text, name)
     student: dict[int, str] = {}
     n_gaps = 0
     for i, cell in enumerate(notebook.cells):
@@ -376,4 +400,4 @@ def parse_practical(text: str, name: str = "practical") -> Practical:
             f"{name}: no {BEGIN_SOLUTION!r} region found; mark the reference solution in "
             f"the code cells"
         )
-    return Practical(name, notebook, points, student, n_gaps)
+    return Practical(name, notebook, points, student, n_gaps, checks)

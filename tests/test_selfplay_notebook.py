@@ -152,6 +152,11 @@ def test_the_notebook_starts_with_the_install_line_of_the_other_practicals() -> 
     assert "pip install" not in MODULE.read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="writes the install line itself"):
         reference_notebook('# %%\n# %pip install "rl-mind>=0.1"\nx = 1\n', name="x")
+    # a module whose code needs an extra gets it in its install line, as a practical does
+    lander = nbformat.reads(
+        reference_notebook('# %%\nimport gymnasium\ngymnasium.make("LunarLander-v3")\n',
+                           name="x"), as_version=4)  # fmt: skip
+    assert lander.cells[0].source.splitlines()[0] == install_line(["box2d"])
 
 
 def test_the_notebook_and_the_job_reach_the_same_weights_from_the_same_seed(

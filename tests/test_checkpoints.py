@@ -173,6 +173,7 @@ def load_or_refuse(path: Path) -> str:
     return "same"
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # (torch, on a damaged file)
 def test_every_single_byte_change_of_a_checkpoint_is_refused_or_loads_the_same_content(
     tmp_path: Path,
 ) -> None:
@@ -195,6 +196,7 @@ def small_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, P
     return save_checkpoint(SMALL_STATE, folder / "state.pt").read_bytes(), folder / "damaged.pt"
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # (torch, on a damaged file)
 @settings(max_examples=150, deadline=None)
 @given(
     changes=st.lists(

@@ -48,8 +48,13 @@ def _is_0_4(python: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def python_0_4(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The interpreter of a virtual environment with torch==2.13.0 and rl-mind==0.4.0."""
-    venv = Path(request.config.cache.mkdir("rl-mind-0.4.0-venv")) / "venv"
+    """The interpreter of a virtual environment with torch==2.13.0 and rl-mind==0.4.0, kept
+    in pytest's cache (in this session's temporary folder under ``-p no:cacheprovider``)."""
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        venv = tmp_path_factory.mktemp("rl-mind-0.4.0") / "venv"
+    else:
+        venv = Path(cache.mkdir("rl-mind-0.4.0-venv")) / "venv"
     python = venv / "bin" / "python"
     if python.exists() and _is_0_4(python):
         return python
